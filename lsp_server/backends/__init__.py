@@ -1,0 +1,1 @@
+"""Backends: one class per kind of model endpoint, all behind the `Backend` interface."""

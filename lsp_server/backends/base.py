@@ -1,0 +1,104 @@
+"""The interface every model backend implements, and the error it raises.
+
+A backend streams text. Cancellation is asyncio cancellation: when the task that iterates a
+stream is cancelled, the backend must stop its work at once (close the HTTP stream, stop local
+generation between tokens) and let `CancelledError` propagate.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """A fill-in-the-middle request: the model writes what goes between prefix and suffix."""
+
+    prefix: str
+    suffix: str
+    language: str = ""
+    path: str = ""
+    max_tokens: int = 64
+    stop: tuple[str, ...] = ()
+    single_line: bool = False
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int = 2048
+    temperature: float = 0.0
+    stop: tuple[str, ...] = field(default_factory=tuple)
+
+
+class FailureKind(StrEnum):
+    NETWORK = "network"  # DNS failure, connection refused or reset: looks like no network
+    TIMEOUT = "timeout"
+    AUTH = "auth"  # 401/403 or a missing API key
+    NOT_FOUND = "not_found"  # 404: wrong URL or model
+    RATE_LIMITED = "rate_limited"  # 429
+    SERVER = "server"  # 5xx
+    PROTOCOL = "protocol"  # malformed JSON/SSE, truncated or oversized body
+    UNAVAILABLE = "unavailable"  # a local backend that is disabled or failed to load
+
+
+class BackendError(Exception):
+    """An expected failure of one endpoint; logged in one line, never with a stack trace."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        kind: FailureKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(f"{endpoint}: {kind.value}: {message}")
+        self.endpoint = endpoint
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+    @property
+    def looks_offline(self) -> bool:
+        return self.kind in (FailureKind.NETWORK, FailureKind.TIMEOUT)
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts of one call; backends fill it as the stream goes."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Backend(ABC):
+    """One model endpoint. Instances are long-lived and shared by all requests."""
+
+    name: str
+    is_local: bool = False
+
+    @abstractmethod
+    def complete(
+        self, request: CompletionRequest, usage: Usage | None = None
+    ) -> AsyncIterator[str]:
+        """Stream the text that goes between `request.prefix` and `request.suffix`."""
+
+    @abstractmethod
+    def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        """Stream the assistant's answer to a chat conversation."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections, threads or models."""

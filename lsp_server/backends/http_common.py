@@ -1,0 +1,159 @@
+"""What every HTTP backend shares: one pooled client per endpoint, and the mapping of transport
+failures and HTTP statuses onto `BackendError`, so the router sees one vocabulary of faults."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from lsp_server.backends.base import BackendError, FailureKind
+
+# A completion body larger than this is not a completion: refuse it rather than buffer it.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
+    """A keep-alive client: connections are reused across keystrokes; HTTP/2 where offered."""
+    return httpx.AsyncClient(
+        base_url=base_url.rstrip("/") + "/",
+        http2=True,
+        timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
+        limits=httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60),
+        trust_env=False,
+    )
+
+
+def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:
+    """Translate an httpx exception; DNS and refused connections read as 'no network'."""
+    if isinstance(exc, httpx.TimeoutException):
+        return BackendError(endpoint, FailureKind.TIMEOUT, type(exc).__name__)
+    if isinstance(exc, httpx.ConnectError | httpx.NetworkError):
+        return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):
+        return BackendError(endpoint, FailureKind.PROTOCOL, _short(str(exc)) or "protocol error")
+    return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+
+
+async def raise_for_status(endpoint: str, response: httpx.Response) -> None:
+    """Raise a `BackendError` for a non-2xx response, with the server's short reason."""
+    if response.status_code < 400:
+        return
+    body = await _read_limited(response, 2048)
+    reason = _error_message(body) or response.reason_phrase
+    status = response.status_code
+    if status in (401, 403):
+        kind = FailureKind.AUTH
+    elif status == 404:
+        kind = FailureKind.NOT_FOUND
+    elif status == 429:
+        kind = FailureKind.RATE_LIMITED
+    elif status >= 500:
+        kind = FailureKind.SERVER
+    else:
+        kind = FailureKind.PROTOCOL
+    raise BackendError(
+        endpoint,
+        kind,
+        f"HTTP {status}: {_short(reason)}",
+        status=status,
+        retry_after_s=parse_retry_after(response.headers.get("retry-after")),
+    )
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+async def read_json(endpoint: str, response: httpx.Response) -> dict[str, Any]:
+    """A whole JSON body, bounded in size; malformed or oversized bodies are protocol faults."""
+    body = await _read_limited(response, MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise BackendError(endpoint, FailureKind.PROTOCOL, "response body too large")
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise BackendError(endpoint, FailureKind.PROTOCOL, f"malformed JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise BackendError(endpoint, FailureKind.PROTOCOL, "JSON body is not an object")
+    return data
+
+
+async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The JSON payloads of an SSE stream, ending at `[DONE]` or the end of the stream."""
+    received = 0
+    try:
+        async for event in EventSource(response).aiter_sse():
+            received += len(event.data)
+            if received > MAX_BODY_BYTES:
+                raise BackendError(endpoint, FailureKind.PROTOCOL, "stream too large")
+            if event.data.strip() == "[DONE]":
+                return
+            if not event.data.strip():
+                continue
+            try:
+                payload = json.loads(event.data)
+            except ValueError:
+                raise BackendError(endpoint, FailureKind.PROTOCOL, "malformed SSE data") from None
+            if not isinstance(payload, dict):
+                raise BackendError(endpoint, FailureKind.PROTOCOL, "SSE data is not an object")
+            if payload.get("error"):
+                raise BackendError(
+                    endpoint, FailureKind.SERVER, _short(_error_message(event.data.encode()))
+                )
+            yield payload
+    except SSEError as exc:
+        raise BackendError(endpoint, FailureKind.PROTOCOL, f"not an SSE stream: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise transport_error(endpoint, exc) from None
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "")
+
+
+async def _read_limited(response: httpx.Response, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("type") or "")
+        return str(error)
+    return ""
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,93 @@
+"""The configuration model: what `config.toml` (and the editor's `gatewayLs` settings) describe.
+
+Loading, validation and hot reload live in `config_loader` and `config_watch`; this module is
+only the typed shape with its defaults, so every other module can depend on it cheaply.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+OfflineMode = Literal["auto", "always", "never"]
+EndpointKind = Literal["openai", "anthropic", "ollama"]
+Role = Literal["inline", "refactor"]
+
+DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/secrets/**",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingConfig:
+    inline_deadline_ms: int = 350
+    hedge_after_ms: int = 120
+    refactor_deadline_ms: int = 120_000
+    offline: OfflineMode = "auto"
+    sensitive_globs: tuple[str, ...] = DEFAULT_SENSITIVE_GLOBS
+    redact_secrets: bool = True
+    # Share of inline requests that may be hedged; bounds the extra traffic hedging costs.
+    max_hedge_ratio: float = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class LocalConfig:
+    model_path: str = ""  # empty: the bundled default model
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: all cores
+    enabled: bool = True
+    max_tokens: int = 32  # inline suggestions from the local model
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """US dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointConfig:
+    name: str
+    kind: EndpointKind
+    base_url: str
+    model: str
+    api_key_env: str = ""
+    roles: tuple[Role, ...] = ("inline",)
+    fim: bool = True
+    max_tokens: int = 64
+    timeout_ms: int = 2000
+    price_per_mtok: Price = field(default_factory=Price)
+
+    def api_key(self) -> str | None:
+        """The key, read from the environment at call time; never stored or logged."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    host: str = "127.0.0.1"
+    port: int = 11435
+    # Binding beyond loopback requires a bearer token, read from this environment variable.
+    token_env: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
+    local: LocalConfig = field(default_factory=LocalConfig)
+    endpoints: tuple[EndpointConfig, ...] = ()
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    source: Path | None = None  # the file it came from, if any
+
+    def endpoints_with_role(self, role: Role) -> tuple[EndpointConfig, ...]:
+        return tuple(e for e in self.endpoints if role in e.roles)
