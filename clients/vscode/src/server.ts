@@ -1,0 +1,141 @@
+/** The gateway-ls language server process and the language client talking to it. */
+import * as vscode from "vscode";
+import {
+  type Code2ProtocolConverter,
+  DidChangeConfigurationNotification,
+  ExecuteCommandRequest,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+
+import { currentHost, discoverServer } from "./discovery";
+import {
+  didChangeConfigurationParams,
+  initializationOptions,
+  launchSettings,
+  SECTION,
+} from "./settings";
+import { firstWorkspaceFolder, readUserSettings } from "./userSettings";
+
+const STOP_TIMEOUT_MS = 2000;
+
+export class GatewayServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private readonly runningChanged = new vscode.EventEmitter<boolean>();
+  /** Fires with true once the server is up, false when it stops. */
+  readonly onDidChangeRunning = this.runningChanged.event;
+
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    /** Called after each inline completion request the editor made. */
+    private readonly onInlineCompletion: () => void,
+  ) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  async start(): Promise<void> {
+    const discovery = discoverServer(
+      launchSettings(readUserSettings()),
+      currentHost(firstWorkspaceFolder()),
+    );
+    if (!discovery.found) {
+      this.output.error(discovery.problem);
+      void offerSettings(discovery.problem);
+      return;
+    }
+    const { command, args, shell } = discovery.launch;
+    this.output.info(`Starting ${command} ${args.join(" ")}`);
+    const serverOptions: ServerOptions = {
+      command,
+      args: [...args],
+      transport: TransportKind.stdio,
+      options: { shell },
+    };
+    const client = new LanguageClient(SECTION, "gateway-ls", serverOptions, this.clientOptions());
+    client.onDidChangeState(({ newState }) => this.runningChanged.fire(newState === State.Running));
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.output.error(`The server did not start: ${String(error)}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      await client.dispose(STOP_TIMEOUT_MS).catch((error: unknown) => {
+        this.output.warn(`Stopping the server: ${String(error)}`);
+      });
+      this.runningChanged.fire(false);
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Runs a server command through `workspace/executeCommand`. */
+  async executeCommand(command: string, args: unknown[]): Promise<unknown> {
+    return this.runningClient().sendRequest(ExecuteCommandRequest.type, {
+      command,
+      arguments: args,
+    });
+  }
+
+  get converter(): Code2ProtocolConverter {
+    return this.runningClient().code2ProtocolConverter;
+  }
+
+  /** Sends the current settings; the server replaces the editor's previous overlay with them. */
+  async sendSettings(): Promise<void> {
+    if (this.client && this.running) {
+      await this.client.sendNotification(
+        DidChangeConfigurationNotification.type,
+        didChangeConfigurationParams(readUserSettings()),
+      );
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.runningChanged.dispose();
+  }
+
+  private runningClient(): LanguageClient {
+    if (!this.client || !this.running) {
+      throw new Error("the gateway-ls server is not running");
+    }
+    return this.client;
+  }
+
+  private clientOptions(): LanguageClientOptions {
+    return {
+      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      initializationOptions: () => initializationOptions(readUserSettings()),
+      outputChannel: this.output,
+      middleware: {
+        provideInlineCompletionItems: async (document, position, context, token, next) => {
+          const result = await next(document, position, context, token);
+          this.onInlineCompletion();
+          return result;
+        },
+      },
+    };
+  }
+}
+
+async function offerSettings(problem: string): Promise<void> {
+  const openSettings = "Open Settings";
+  const choice = await vscode.window.showErrorMessage(`gateway-ls: ${problem}`, openSettings);
+  if (choice === openSettings) {
+    await vscode.commands.executeCommand("workbench.action.openSettings", `@ext:gateway-ls.gateway-ls`);
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * The extension's settings and how they reach the server.
+ *
+ * Settings that mirror the configuration file are sent as `initializationOptions` and in
+ * `workspace/didChangeConfiguration`, with the file's own snake_case keys. Only settings the user
+ * actually set are sent, so the defaults declared in package.json never override the file.
+ */
+
+/** Settings under `gatewayLs`, keyed relative to that section, holding only what the user set. */
+export type UserSettings = Readonly<Record<string, unknown>>;
+
+export const SECTION = "gatewayLs";
+
+/** Settings that decide how the server is started; changing one restarts it. */
+export const LAUNCH_KEYS = ["serverPath", "pythonPath", "configPath"] as const;
+
+/** Settings that name a program or a file to load: taken from the user's own settings only, never
+ * from a workspace, so opening a folder cannot make the editor run something it ships. */
+export const MACHINE_KEYS: readonly string[] = [...LAUNCH_KEYS, "local.modelPath"];
+
+export interface LaunchSettings {
+  readonly serverPath?: string;
+  readonly pythonPath?: string;
+  readonly configPath?: string;
+}
+
+type ServerSection = "routing" | "local";
+
+/** Each forwarded setting and its place in the configuration file. */
+const SERVER_KEYS: Readonly<Record<string, readonly [ServerSection, string]>> = {
+  "routing.inlineDeadlineMs": ["routing", "inline_deadline_ms"],
+  "routing.hedgeAfterMs": ["routing", "hedge_after_ms"],
+  "routing.offline": ["routing", "offline"],
+  "routing.sensitiveGlobs": ["routing", "sensitive_globs"],
+  "routing.redactSecrets": ["routing", "redact_secrets"],
+  "local.modelPath": ["local", "model_path"],
+  "local.enabled": ["local", "enabled"],
+  "local.nThreads": ["local", "n_threads"],
+};
+
+/** Every setting the extension reads, relative to `gatewayLs`. */
+export const SETTING_KEYS: readonly string[] = [...LAUNCH_KEYS, ...Object.keys(SERVER_KEYS)];
+
+/** The server-side configuration overlay: `{routing: {...}, local: {...}}`, set keys only. */
+export type ServerSettings = Partial<Record<ServerSection, Record<string, unknown>>>;
+
+export interface InitializationOptions {
+  readonly gatewayLs: ServerSettings;
+}
+
+export function launchSettings(user: UserSettings): LaunchSettings {
+  const picked: Record<string, string> = {};
+  for (const key of LAUNCH_KEYS) {
+    const value = user[key];
+    if (typeof value === "string" && value.trim() !== "") {
+      picked[key] = value.trim();
+    }
+  }
+  return picked;
+}
+
+export function serverSettings(user: UserSettings): ServerSettings {
+  const overlay: ServerSettings = {};
+  for (const [key, [section, fileKey]] of Object.entries(SERVER_KEYS)) {
+    const value = user[key];
+    if (value !== undefined && value !== null) {
+      (overlay[section] ??= {})[fileKey] = value;
+    }
+  }
+  return overlay;
+}
+
+export function initializationOptions(user: UserSettings): InitializationOptions {
+  return { gatewayLs: serverSettings(user) };
+}
+
+/** The payload of `workspace/didChangeConfiguration`: the whole overlay, replacing the last one. */
+export function didChangeConfigurationParams(user: UserSettings): {
+  settings: InitializationOptions;
+} {
+  return { settings: initializationOptions(user) };
+}
+
+/** Reads settings written as in settings.json (`"gatewayLs.routing.offline": "always"`). */
+export function fromSettingsJson(json: Readonly<Record<string, unknown>>): UserSettings {
+  const prefix = `${SECTION}.`;
+  const user: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(json)) {
+    if (key.startsWith(prefix) && value !== undefined) {
+      user[key.slice(prefix.length)] = value;
+    }
+  }
+  return user;
+}

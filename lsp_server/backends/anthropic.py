@@ -1,0 +1,227 @@
+"""The Anthropic Messages API (`kind = "anthropic"`): streamed chat, and inline completion asked
+for in words, since the API has no fill-in-the-middle mode."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from lsp_server.backends import http_common
+from lsp_server.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    CompletionRequest,
+    FailureKind,
+    Usage,
+)
+from lsp_server.config import EndpointConfig
+from lsp_server.fim_instruction import fim_chat_messages
+
+ANTHROPIC_VERSION = "2023-06-01"
+MESSAGES_PATH = "v1/messages"
+
+# The `type` of an Anthropic error object, as the router's vocabulary of faults.
+_ERROR_KINDS = {
+    "rate_limit_error": FailureKind.RATE_LIMITED,
+    "overloaded_error": FailureKind.SERVER,
+    "api_error": FailureKind.SERVER,
+    "authentication_error": FailureKind.AUTH,
+    "permission_error": FailureKind.AUTH,
+    "not_found_error": FailureKind.NOT_FOUND,
+    "invalid_request_error": FailureKind.PROTOCOL,
+    "request_too_large": FailureKind.PROTOCOL,
+}
+
+
+class AnthropicBackend(Backend):
+    def __init__(self, config: EndpointConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self._client = http_common.make_client(
+            config.base_url, http_common.endpoint_timeout_s(config)
+        )
+
+    async def complete(
+        self, request: CompletionRequest, usage: Usage | None = None
+    ) -> AsyncIterator[str]:
+        stop = request.stop + (("\n",) if request.single_line else ())
+        chat = ChatRequest(
+            messages=fim_chat_messages(request),
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            stop=stop,
+        )
+        async for text in self.chat(chat, usage):
+            yield text
+
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        key = self._api_key()
+        headers = {
+            "x-api-key": key,
+            "anthropic-version": ANTHROPIC_VERSION,
+            "accept": "text/event-stream",
+        }
+        stops = _StopScanner(request.stop)
+        try:
+            async with self._client.stream(
+                "POST", MESSAGES_PATH, json=self._body(request), headers=headers
+            ) as response:
+                await http_common.raise_for_status(self.name, response)
+                if not http_common.is_event_stream(response):
+                    content_type = response.headers.get("content-type", "none")
+                    raise BackendError(
+                        self.name, FailureKind.PROTOCOL, f"not an event stream: {content_type}"
+                    )
+                async for text in self._stream_texts(response, usage or Usage()):
+                    text, stopped = stops.feed(text)
+                    if text:
+                        yield text
+                    if stopped:
+                        return
+                if held_back := stops.flush():
+                    yield held_back
+        except httpx.HTTPError as exc:
+            raise _without_secret(http_common.transport_error(self.name, exc), key) from None
+        except BackendError as exc:
+            raise _without_secret(exc, key) from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _api_key(self) -> str:
+        key = self.config.api_key()
+        if key:
+            return key
+        if not self.config.api_key_env:
+            reason = "no API key: set api_key_env to the environment variable that holds it"
+        else:
+            reason = f"no API key: the environment variable {self.config.api_key_env} is not set"
+        raise BackendError(self.name, FailureKind.AUTH, reason)
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "messages": [
+                {"role": m.role, "content": m.content}
+                for m in request.messages
+                if m.role != "system"
+            ],
+            "stream": True,
+        }
+        if system:
+            body["system"] = system
+        # The API refuses stop sequences made of whitespace; those are applied here instead.
+        if stop_sequences := [stop for stop in request.stop if stop.strip()]:
+            body["stop_sequences"] = stop_sequences
+        return body
+
+    async def _stream_texts(self, response: httpx.Response, usage: Usage) -> AsyncIterator[str]:
+        """The text deltas of a Messages stream; usage is filled as its events arrive."""
+        received = 0
+        try:
+            async for event in EventSource(response).aiter_sse():
+                received += len(event.data)
+                if received > http_common.MAX_BODY_BYTES:
+                    raise BackendError(self.name, FailureKind.PROTOCOL, "stream too large")
+                if not event.data.strip():
+                    continue
+                payload = self._event_payload(event.data)
+                kind = payload.get("type") or event.event
+                if kind == "content_block_delta":
+                    delta = payload.get("delta") or {}
+                    if delta.get("type") == "text_delta" and delta.get("text"):
+                        yield str(delta["text"])
+                elif kind == "message_start":
+                    _count_usage((payload.get("message") or {}).get("usage"), usage)
+                elif kind == "message_delta":
+                    _count_usage(payload.get("usage"), usage)
+                elif kind == "message_stop":
+                    return
+                elif kind == "error":
+                    raise stream_error(self.name, payload.get("error"))
+        except SSEError as exc:
+            raise BackendError(
+                self.name, FailureKind.PROTOCOL, f"not an SSE stream: {exc}"
+            ) from None
+        raise BackendError(self.name, FailureKind.PROTOCOL, "truncated stream")
+
+    def _event_payload(self, data: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            raise BackendError(self.name, FailureKind.PROTOCOL, "malformed SSE data") from None
+        if not isinstance(payload, dict):
+            raise BackendError(self.name, FailureKind.PROTOCOL, "SSE data is not an object")
+        return payload
+
+
+def stream_error(endpoint: str, error: Any) -> BackendError:
+    """The `BackendError` for an `error` event sent in the middle of a stream."""
+    error = error if isinstance(error, dict) else {}
+    error_type = str(error.get("type") or "api_error")
+    message = str(error.get("message") or error_type)
+    kind = _ERROR_KINDS.get(error_type, FailureKind.SERVER)
+    return BackendError(endpoint, kind, f"{error_type}: {message}"[:200])
+
+
+def _count_usage(fields: Any, usage: Usage) -> None:
+    if not isinstance(fields, dict):
+        return
+    prompt_parts = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    if any(isinstance(fields.get(part), int) for part in prompt_parts):
+        usage.prompt_tokens = sum(fields.get(part) or 0 for part in prompt_parts)
+    if isinstance(fields.get("output_tokens"), int):
+        usage.completion_tokens = fields["output_tokens"]
+
+
+def _without_secret(error: BackendError, secret: str) -> BackendError:
+    """`error`, or a copy of it whose message no longer quotes `secret` (a server may echo it)."""
+    if secret not in error.message:
+        return error
+    return BackendError(
+        error.endpoint,
+        error.kind,
+        error.message.replace(secret, "[redacted]"),
+        status=error.status,
+        retry_after_s=error.retry_after_s,
+    )
+
+
+class _StopScanner:
+    """Cuts a stream of text at the first stop string, even one split across chunks, holding
+    back only the text that could still turn out to start a stop string."""
+
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self._stops = tuple(stop for stop in stops if stop)
+        self._pending = ""
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The text that is safe to emit now, and whether a stop string was reached."""
+        buffer = self._pending + text
+        cuts = [buffer.find(stop) for stop in self._stops if stop in buffer]
+        if cuts:
+            self._pending = ""
+            return buffer[: min(cuts)], True
+        hold = max((_overlap(buffer, stop) for stop in self._stops), default=0)
+        self._pending = buffer[len(buffer) - hold :]
+        return buffer[: len(buffer) - hold], False
+
+    def flush(self) -> str:
+        pending, self._pending = self._pending, ""
+        return pending
+
+
+def _overlap(text: str, stop: str) -> int:
+    """The length of the longest end of `text` that is a proper beginning of `stop`."""
+    for length in range(min(len(text), len(stop) - 1), 0, -1):
+        if stop.startswith(text[len(text) - length :]):
+            return length
+    return 0

@@ -1,0 +1,26 @@
+"""Which class serves which `kind` of endpoint: adding a provider is configuration, not code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lsp_server.backends.anthropic import AnthropicBackend
+from lsp_server.backends.base import Backend
+from lsp_server.backends.local import LocalBackend
+from lsp_server.backends.openai_compat import OpenAICompatibleBackend
+from lsp_server.config import EndpointConfig, LocalConfig
+
+ProgressCallback = Callable[[str, float | None], None]
+
+
+def remote_backend(config: EndpointConfig) -> Backend:
+    if config.kind == "anthropic":
+        return AnthropicBackend(config)
+    return OpenAICompatibleBackend(config)  # "openai" and "ollama" (Ollama's /v1 API)
+
+
+def local_backend_factory(on_progress: ProgressCallback | None) -> Callable[[LocalConfig], Backend]:
+    def make(config: LocalConfig) -> Backend:
+        return LocalBackend(config, on_progress=on_progress)
+
+    return make

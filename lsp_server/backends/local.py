@@ -1,0 +1,472 @@
+"""The in-process llama.cpp model (llama-cpp-python), for offline and sensitive work.
+
+One `Llama` instance serves every request, and it is not thread-safe, so all model work (loading
+and generation) runs on one dedicated worker thread, one job at a time, in the order submitted.
+That single thread is the lock: a job still queued when its request is cancelled never runs, and
+the next job starts only after the current one has really returned. Tokens reach the event loop
+through an `asyncio.Queue` fed with `call_soon_threadsafe`; cancelling the consuming task sets a
+stop flag the worker checks after every token.
+
+Consecutive keystrokes in one document share most of their prompt; llama-cpp-python keeps the
+KV cache of the previous evaluation and re-evaluates only the tokens after the longest common
+prefix. The counters below measure how much was reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from lsp_server.backends.base import (
+    Backend,
+    BackendError,
+    ChatMessage,
+    ChatRequest,
+    CompletionRequest,
+    FailureKind,
+    Usage,
+)
+from lsp_server.bundled_model import INSTALL_HINT, ModelUnavailable, Progress, resolve_model_path
+from lsp_server.config import LocalConfig
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+LocalState = Literal["unloaded", "loading", "ready", "failed", "disabled"]
+
+# Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
+_SPECIAL_TOKENS_ROOM = 4
+
+
+class _Stopped(Exception):
+    """Raised inside llama-cpp-python's sampling loop to end a cancelled chat generation."""
+
+
+_END = object()
+
+
+@dataclass(eq=False)
+class _Job:
+    """One generation: its channel to the event loop, its stop flag and its token counts."""
+
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[Any]
+    stop: threading.Event = field(default_factory=threading.Event)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def send(self, item: object) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            self.stop.set()
+
+
+class LocalBackend(Backend):
+    """A llama.cpp model inside the server process, loaded lazily on a background thread."""
+
+    name = "local"
+    is_local = True
+
+    def __init__(self, config: LocalConfig, *, on_progress: Progress | None = None) -> None:
+        self._config = config
+        self._on_progress = on_progress
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-ls-llama")
+        self._llm: Llama | None = None
+        self._state: LocalState = "unloaded" if config.enabled else "disabled"
+        self._load_error: str | None = None
+        self._load_future: Future[None] | None = None
+        self._model_path: Path | None = None
+        self._bos: list[int] = []
+        self._fim_tokens: tuple[int, int, int] | None = None
+        self._fold_system_prompt = False
+        self._jobs: set[_Job] = set()
+        self._closed = False
+        self.tokens_generated = 0
+        self.generations = 0
+        self.last_prompt_tokens = 0
+        self.last_reused_tokens = 0
+
+    @property
+    def state(self) -> LocalState:
+        return self._state
+
+    @property
+    def load_error(self) -> str | None:
+        return self._load_error
+
+    @property
+    def model_path(self) -> Path | None:
+        """The GGUF file in use, known once loading has resolved it."""
+        return self._model_path
+
+    @property
+    def pending(self) -> int:
+        """Generations submitted and not yet finished, the running one included."""
+        return len(self._jobs)
+
+    @property
+    def fim_supported(self) -> bool | None:
+        """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
+        return None if self._state != "ready" else self._fim_tokens is not None
+
+    # Loading
+
+    def start_loading(self) -> None:
+        """Begin loading in the background; does nothing if loading already began."""
+        if self._state != "unloaded" or self._closed:
+            return
+        self._state = "loading"
+        self._load_future = self._worker.submit(self._load, self._progress_forwarder())
+
+    async def ensure_loaded(self) -> None:
+        """Wait until the model is ready; raise `BackendError(UNAVAILABLE)` if it cannot be."""
+        if self._closed:
+            raise BackendError(self.name, FailureKind.UNAVAILABLE, "the local model was closed")
+        if self._state == "disabled":
+            raise BackendError(
+                self.name, FailureKind.UNAVAILABLE, "the local model is disabled ([local] enabled)"
+            )
+        self.start_loading()
+        if self._state == "loading" and self._load_future is not None:
+            await asyncio.shield(asyncio.wrap_future(self._load_future))
+        if self._state != "ready":
+            raise BackendError(self.name, FailureKind.UNAVAILABLE, self._load_error or "not loaded")
+
+    def _progress_forwarder(self) -> Progress | None:
+        """Progress is reported on the event loop that asked for loading, if there is one."""
+        callback = self._on_progress
+        if callback is None:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return callback
+
+        def forward(message: str, fraction: float | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(callback, message, fraction)
+
+        return forward
+
+    def _load(self, progress: Progress | None) -> None:
+        try:
+            self._model_path = resolve_model_path(self._config, progress)
+            if progress:
+                progress(f"loading local model {self._model_path.name}", None)
+            self._llm = self._open_model(self._model_path)
+        except Exception as exc:  # every failure becomes a state with a message, not a crash
+            self._load_error = _load_failure_message(self._model_path, exc)
+            self._state = "failed"
+            return
+        self._state = "ready"
+        if progress:
+            progress("local model ready", 1.0)
+
+    def _open_model(self, path: Path) -> Llama:
+        import llama_cpp
+
+        bundled = not self._config.model_path
+        llm = open_model(path, self._config, chat_format="gemma" if bundled else None)
+        self._fold_system_prompt = bundled
+        self._bos = llm.tokenize(b"", add_bos=True)
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        fim = (
+            llama_cpp.llama_vocab_fim_pre(vocab),
+            llama_cpp.llama_vocab_fim_suf(vocab),
+            llama_cpp.llama_vocab_fim_mid(vocab),
+        )
+        self._fim_tokens = fim if min(fim) >= 0 else None
+        return llm
+
+    # Generation
+
+    async def complete(
+        self, request: CompletionRequest, usage: Usage | None = None
+    ) -> AsyncIterator[str]:
+        await self.ensure_loaded()
+        async for text in self._stream(lambda job: self._run_completion(job, request), usage):
+            yield text
+
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        await self.ensure_loaded()
+        async for text in self._stream(lambda job: self._run_chat(job, request), usage):
+            yield text
+
+    async def wait_idle(self) -> None:
+        """Return once every job submitted so far has finished on the worker thread."""
+        await asyncio.wrap_future(self._worker.submit(lambda: None))
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for job in self._jobs:
+            job.stop.set()
+        await asyncio.wrap_future(self._worker.submit(self._free))
+        self._worker.shutdown(wait=False)
+
+    def _free(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+        self._state = "unloaded"
+
+    async def _stream(
+        self, body: Callable[[_Job], None], usage: Usage | None
+    ) -> AsyncIterator[str]:
+        job = _Job(asyncio.get_running_loop(), asyncio.Queue())
+        self._jobs.add(job)
+        try:
+            future = self._worker.submit(self._run, job, body)
+        except RuntimeError as exc:  # the worker was shut down by aclose()
+            self._jobs.discard(job)
+            raise BackendError(
+                self.name, FailureKind.UNAVAILABLE, "the local model was closed"
+            ) from exc
+        try:
+            while True:
+                item = await job.queue.get()
+                if usage is not None:
+                    usage.prompt_tokens = job.prompt_tokens
+                    usage.completion_tokens = job.completion_tokens
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            # Cancelled or abandoned: a queued job never starts, a running one stops at its
+            # next token; the worker thread runs nothing else until it has returned.
+            job.stop.set()
+            future.cancel()
+            self._jobs.discard(job)
+
+    def _run(self, job: _Job, body: Callable[[_Job], None]) -> None:
+        try:
+            if job.stop.is_set() or self._llm is None:
+                return
+            self.generations += 1
+            body(job)
+        except _Stopped:
+            pass
+        except Exception as exc:
+            # A cancelled prompt evaluation ends with an aborted decode; nobody is listening.
+            if not job.stop.is_set():
+                job.send(BackendError(self.name, FailureKind.SERVER, f"generation failed: {exc}"))
+        finally:
+            job.send(_END)
+
+    def _run_completion(self, job: _Job, request: CompletionRequest) -> None:
+        llm = self._require_model()
+        max_tokens = max(1, min(request.max_tokens, llm.n_ctx() // 2))
+        prompt = self._completion_prompt(llm, request, max_tokens)
+        if not prompt:
+            return
+        self._record_prompt(job, list(llm.eval_tokens), prompt)
+        stop = list(request.stop)
+        if request.single_line and "\n" not in stop:
+            stop.append("\n")
+
+        def after_token(ids: Any, _logits: Any) -> bool:
+            # `ids` holds the prompt and every sampled token but the newest; llama-cpp-python
+            # calls this once per token and once more at the end, hence the max().
+            self._count_tokens(job, max(job.completion_tokens, len(ids) - len(prompt) + 1))
+            return job.stop.is_set()
+
+        from llama_cpp import StoppingCriteriaList
+
+        chunks = llm.create_completion(
+            prompt,
+            max_tokens=max_tokens,
+            temperature=request.temperature,
+            stop=stop,
+            stream=True,
+            stopping_criteria=StoppingCriteriaList([after_token]),
+        )
+        with _abort_when(llm, job.stop):
+            self._pump(job, chunks, lambda chunk: chunk["choices"][0]["text"])
+
+    def _run_chat(self, job: _Job, request: ChatRequest) -> None:
+        llm = self._require_model()
+        previous = list(llm.eval_tokens)
+
+        def before_token(ids: Any, scores: Any) -> Any:
+            # The first call sees exactly the prompt the chat template produced.
+            if job.completion_tokens == 0:
+                self._record_prompt(job, previous, ids.tolist())
+            if job.stop.is_set():
+                raise _Stopped
+            self._count_tokens(job, job.completion_tokens + 1)
+            return scores
+
+        from llama_cpp import LogitsProcessorList
+
+        chunks = llm.create_chat_completion(
+            messages=_chat_messages(request.messages, fold_system=self._fold_system_prompt),
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            stop=list(request.stop),
+            stream=True,
+            logits_processor=LogitsProcessorList([before_token]),
+        )
+        with _abort_when(llm, job.stop):
+            self._pump(job, chunks, lambda chunk: chunk["choices"][0]["delta"].get("content"))
+
+    def _require_model(self) -> Llama:
+        if self._llm is None:
+            raise RuntimeError("the model is not loaded")
+        return self._llm
+
+    @staticmethod
+    def _pump(job: _Job, chunks: Iterator[Any], text_of: Callable[[Any], str | None]) -> None:
+        try:
+            for chunk in chunks:
+                text = text_of(chunk)
+                if text:
+                    job.send(text)
+                if job.stop.is_set():
+                    return
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+
+    def _completion_prompt(
+        self, llm: Llama, request: CompletionRequest, max_tokens: int
+    ) -> list[int]:
+        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone."""
+        budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
+        prefix = llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
+        if self._fim_tokens is None:
+            return self._bos + _keep_tail(prefix, budget)
+        fim_pre, fim_suf, fim_mid = self._fim_tokens
+        suffix = llm.tokenize(request.suffix.encode(), add_bos=False, special=False)
+        suffix = suffix[: budget // 4]
+        prefix = _keep_tail(prefix, budget - len(suffix))
+        return [*self._bos, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+
+    def _record_prompt(self, job: _Job, previous: Sequence[int], prompt: Sequence[int]) -> None:
+        """Note the prompt size and how much of it the KV cache already held."""
+        from llama_cpp import Llama
+
+        common = Llama.longest_token_prefix(previous, prompt)
+        # A fully cached prompt still replays its last token to get fresh logits.
+        self.last_reused_tokens = min(common, max(len(prompt) - 1, 0))
+        self.last_prompt_tokens = len(prompt)
+        job.prompt_tokens = len(prompt)
+
+    def _count_tokens(self, job: _Job, completion_tokens: int) -> None:
+        self.tokens_generated += completion_tokens - job.completion_tokens
+        job.completion_tokens = completion_tokens
+
+
+def open_model(path: Path, config: LocalConfig, *, chat_format: str | None = None) -> Llama:
+    """A `llama_cpp.Llama` for `path` with the server's settings; blocks while it loads."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelUnavailable(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
+    threads = config.n_threads or os.cpu_count() or 1
+    with _plain_weight_buffers(llama_cpp):
+        return llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=config.n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            # Sliding-window layers keep the whole context, so a shared prompt prefix stays valid.
+            swa_full=True,
+            chat_format=chat_format,
+            verbose=False,
+        )
+
+
+@contextlib.contextmanager
+def _abort_when(llm: Llama, stop: threading.Event) -> Iterator[None]:
+    """Let llama.cpp abandon a long prompt evaluation as soon as `stop` is set.
+
+    Token generation already stops between tokens; this covers the one long step in between.
+    Batches evaluated before the abort stay in the KV cache and serve the next request.
+    """
+    import llama_cpp
+
+    callback = llama_cpp.ggml_abort_callback(lambda _data: stop.is_set())
+    llama_cpp.llama_set_abort_callback(llm.ctx, callback, None)
+    try:
+        yield
+    finally:
+        llama_cpp.llama_set_abort_callback(llm.ctx, llama_cpp.ggml_abort_callback(), None)
+
+
+_DEFAULT_PARAMS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _plain_weight_buffers(llama_cpp: ModuleType) -> Iterator[None]:
+    """Load weights without repacking them into AMX buffers where llama.cpp was built with AMX.
+
+    The AMX matrix kernel crashes the process on some CPUs (llama.cpp issue 20824, seen with
+    Q4_K_M models); llama-cpp-python does not expose `use_extra_bufts`, so the default model
+    parameters are adjusted while the model loads.
+    """
+    if b"AMX_INT8 = 1" not in llama_cpp.llama_print_system_info():
+        yield
+        return
+    low_level = llama_cpp.llama_cpp
+    original = low_level.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _DEFAULT_PARAMS_LOCK:
+        low_level.llama_model_default_params = without_extra_buffers
+        try:
+            yield
+        finally:
+            low_level.llama_model_default_params = original
+
+
+def _chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> list[dict[str, str]]:
+    """Messages for llama-cpp-python; for Gemma, system text opens the first user turn."""
+    plain = [{"role": m.role, "content": m.content} for m in messages]
+    if not fold_system:
+        return plain
+    system = "\n\n".join(m["content"] for m in plain if m["role"] == "system")
+    turns = [m for m in plain if m["role"] != "system"]
+    if system and turns and turns[0]["role"] == "user":
+        turns[0] = {"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}
+    elif system:
+        turns.insert(0, {"role": "user", "content": system})
+    return turns
+
+
+def _keep_tail(tokens: list[int], budget: int) -> list[int]:
+    """The end of `tokens` within `budget`, cut at multiples of a quarter budget.
+
+    Cutting in coarse steps keeps the start of the window fixed while the user types, so the
+    KV cache of the previous keystroke stays reusable.
+    """
+    if len(tokens) <= budget:
+        return tokens
+    step = max(1, budget // 4)
+    excess = len(tokens) - budget
+    cut = -(-excess // step) * step
+    return tokens[cut:]
+
+
+def _load_failure_message(path: Path | None, exc: Exception) -> str:
+    if isinstance(exc, ModelUnavailable):
+        return str(exc)
+    where = str(path) if path is not None else "the local model"
+    return (
+        f"cannot load {where}: {exc}; check that it is a llama.cpp GGUF model "
+        "([local] model_path), or leave model_path empty for the bundled model"
+    )

@@ -1,0 +1,106 @@
+"""A circuit breaker per endpoint: stop sending keystrokes to an endpoint that keeps failing.
+
+Closed: traffic flows. Open: no traffic until the back-off (or the server's Retry-After) has
+passed. Half-open: one request is let through as a probe; success closes the circuit, failure
+opens it again with a doubled back-off.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from enum import StrEnum
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitBreaker:
+    def __init__(
+        self,
+        *,
+        consecutive_failures_to_open: int = 3,
+        error_rate_to_open: float = 0.5,
+        window: int = 20,
+        min_samples: int = 10,
+        base_backoff_s: float = 2.0,
+        max_backoff_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._threshold = consecutive_failures_to_open
+        self._rate_to_open = error_rate_to_open
+        self._outcomes: deque[bool] = deque(maxlen=window)
+        self._min_samples = min_samples
+        self._base_backoff_s = base_backoff_s
+        self._max_backoff_s = max_backoff_s
+        self._clock = clock
+        self._consecutive_failures = 0
+        self._backoff_s = base_backoff_s
+        self._open_until = 0.0
+        self._opened = False
+        self._probe_in_flight = False
+
+    @property
+    def state(self) -> BreakerState:
+        if not self._opened:
+            return BreakerState.CLOSED
+        if self._clock() < self._open_until:
+            return BreakerState.OPEN
+        return BreakerState.HALF_OPEN
+
+    @property
+    def retry_in_s(self) -> float:
+        return max(0.0, self._open_until - self._clock()) if self._opened else 0.0
+
+    def allow(self) -> bool:
+        """May a request go to this endpoint now? In half-open state, only one probe at a time."""
+        state = self.state
+        if state is BreakerState.CLOSED:
+            return True
+        if state is BreakerState.HALF_OPEN and not self._probe_in_flight:
+            self._probe_in_flight = True
+            return True
+        return False
+
+    def release(self) -> None:
+        """A request that was allowed ended without a verdict (cancelled: it lost a race)."""
+        self._probe_in_flight = False
+
+    def record_success(self) -> None:
+        self._outcomes.append(True)
+        self._consecutive_failures = 0
+        self._probe_in_flight = False
+        if self._opened:
+            self._opened = False
+            self._backoff_s = self._base_backoff_s
+            self._outcomes.clear()
+
+    def record_failure(self, retry_after_s: float | None = None) -> None:
+        self._outcomes.append(False)
+        self._consecutive_failures += 1
+        was_probe = self._probe_in_flight
+        self._probe_in_flight = False
+        if retry_after_s is not None:
+            self._open_for(retry_after_s)
+            return
+        if was_probe and self._opened:
+            self._backoff_s = min(self._backoff_s * 2, self._max_backoff_s)
+            self._open_for(self._backoff_s)
+        elif not self._opened and self._should_open():
+            self._open_for(self._backoff_s)
+
+    def _should_open(self) -> bool:
+        if self._consecutive_failures >= self._threshold:
+            return True
+        if len(self._outcomes) < self._min_samples:
+            return False
+        failures = self._outcomes.count(False)
+        return failures / len(self._outcomes) >= self._rate_to_open
+
+    def _open_for(self, seconds: float) -> None:
+        self._opened = True
+        self._open_until = max(self._open_until, self._clock() + seconds)

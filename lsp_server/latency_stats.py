@@ -1,0 +1,90 @@
+"""Live latency statistics of one endpoint.
+
+Two views of the same samples: exponentially weighted means (recent requests weigh most; the
+router ranks on them) and a short window of recent samples for the p50/p95 that people read.
+A request that lost a hedge race is recorded as a *censored* sample: we know only that it took
+at least as long as the winner, and that lower bound still pushes a slow endpoint down the ranking.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+EWMA_ALPHA = 0.2  # weight of the newest sample: about the last ten requests dominate
+WINDOW = 200  # samples kept for percentiles
+
+
+@dataclass(slots=True)
+class Ewma:
+    alpha: float = EWMA_ALPHA
+    value: float | None = None
+
+    def add(self, sample: float) -> None:
+        self.value = (
+            sample if self.value is None else self.value + self.alpha * (sample - self.value)
+        )
+
+
+@dataclass(slots=True)
+class EndpointStats:
+    """What the router knows of one endpoint's recent behaviour."""
+
+    first_token_ms: Ewma = field(default_factory=Ewma)
+    total_ms: Ewma = field(default_factory=Ewma)
+    error_rate: Ewma = field(default_factory=lambda: Ewma(alpha=0.1, value=0.0))
+    tokens_per_s: Ewma = field(default_factory=Ewma)
+    recent_total_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    requests: int = 0
+    wins: int = 0
+    errors: int = 0
+    hedges: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    last_sample_at: float | None = None
+
+    def record_success(
+        self, *, first_token_ms: float | None, total_ms: float, tokens: int, won: bool
+    ) -> None:
+        self.requests += 1
+        self.wins += int(won)
+        self.tokens += tokens
+        if first_token_ms is not None:
+            self.first_token_ms.add(first_token_ms)
+        self.total_ms.add(total_ms)
+        self.recent_total_ms.append(total_ms)
+        self.error_rate.add(0.0)
+        if tokens and total_ms > 0:
+            self.tokens_per_s.add(tokens / (total_ms / 1000))
+        self.last_sample_at = time.monotonic()
+
+    def record_censored(self, at_least_ms: float) -> None:
+        """The request was abandoned after `at_least_ms` with no answer (it lost a race)."""
+        self.requests += 1
+        current = self.total_ms.value
+        if current is None or at_least_ms > current:
+            self.total_ms.add(at_least_ms)
+            self.first_token_ms.add(at_least_ms)
+        self.last_sample_at = time.monotonic()
+
+    def record_failure(self) -> None:
+        """Failures rank through the error rate, not through latency."""
+        self.requests += 1
+        self.errors += 1
+        self.error_rate.add(1.0)
+        self.last_sample_at = time.monotonic()
+
+    def percentile(self, q: float) -> float | None:
+        if not self.recent_total_ms:
+            return None
+        ordered = sorted(self.recent_total_ms)
+        index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+        return ordered[index]
+
+    def expected_ms(self, prior_ms: float) -> float:
+        """Expected time to a usable answer; failures inflate it like a retry would."""
+        base = self.total_ms.value if self.total_ms.value is not None else prior_ms
+        failure = min(self.error_rate.value or 0.0, 0.95)
+        return base / (1.0 - failure)

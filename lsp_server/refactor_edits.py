@@ -1,0 +1,394 @@
+"""From a model's answer to the smallest LSP text edits that apply it to the document.
+
+The answer is prose around a fenced block, or code alone; the code is taken out, indented to
+where the selection sits, spliced into the document, checked (Python must still parse), and
+diffed against the old document so that the editor receives minimal edits, never a whole-file
+replacement. Positions are in UTF-16 code units, as the protocol counts them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import textwrap
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from lsprotocol.types import Position, Range, TextEdit
+
+
+class RefactorOutputError(Exception):
+    """The model's answer cannot be applied; the message says why, for the user."""
+
+
+# --- extracting the code ------------------------------------------------------------------
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})\s*(?P<tag>[^\s`{]*)")
+# A sentence that introduces or comments on the code ("Here is the refactored code:").
+_PROSE_LINE = re.compile(
+    r"^(?:[A-Z][\w'’,-]*(?: +[^\s=;{}]+){2,}[.:!]|(?:Sure|Certainly|Of course|Done)[.!:]?)$"
+)
+_LANGUAGE_ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "js": "javascript",
+    "jsx": "javascriptreact",
+    "ts": "typescript",
+    "tsx": "typescriptreact",
+    "rs": "rust",
+    "rb": "ruby",
+    "sh": "shellscript",
+    "bash": "shellscript",
+    "shell": "shellscript",
+    "zsh": "shellscript",
+    "c++": "cpp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "golang": "go",
+    "kt": "kotlin",
+    "yml": "yaml",
+    "md": "markdown",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _FencedBlock:
+    tag: str
+    code: str
+
+
+def extract_code(answer: str, language: str) -> str:
+    """The code of a model's answer: the fenced block tagged with `language`, else the largest
+    fenced block, else the answer without the prose lines that lead or trail it."""
+    fenced = _fenced_blocks(answer)
+    blocks = [block for block in fenced if block.code.strip()]
+    if blocks:
+        wanted = _canonical_language(language)
+        matching = [block for block in blocks if _canonical_language(block.tag) == wanted]
+        return max(matching or blocks, key=lambda block: len(block.code)).code
+    if fenced:
+        raise RefactorOutputError("the model's answer has an empty code block")
+    lines = _trim_blank_lines(answer.splitlines())
+    while lines and _PROSE_LINE.match(lines[0].strip()):
+        lines = _trim_blank_lines(lines[1:])
+    while lines and _PROSE_LINE.match(lines[-1].strip()):
+        lines = _trim_blank_lines(lines[:-1])
+    if not lines:
+        what = "contains no code" if answer.strip() else "is empty"
+        raise RefactorOutputError(f"the model's answer {what}")
+    return "\n".join(lines)
+
+
+def _fenced_blocks(answer: str) -> list[_FencedBlock]:
+    """Fenced blocks in Markdown's sense; a block left open runs to the end of the answer."""
+    blocks: list[_FencedBlock] = []
+    lines = answer.splitlines()
+    index = 0
+    while index < len(lines):
+        opening = _FENCE_OPEN.match(lines[index])
+        index += 1
+        if not opening:
+            continue
+        fence = opening["fence"]
+        body: list[str] = []
+        while index < len(lines):
+            line = lines[index]
+            index += 1
+            closing = line.strip()
+            if closing and set(closing) == {fence[0]} and len(closing) >= len(fence):
+                break
+            body.append(line)
+        blocks.append(_FencedBlock(opening["tag"], "\n".join(_trim_blank_lines(body))))
+    return blocks
+
+
+def _trim_blank_lines(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def _canonical_language(name: str) -> str:
+    name = name.strip().lower()
+    return _LANGUAGE_ALIASES.get(name, name)
+
+
+# --- fitting the code into the selection ---------------------------------------------------
+
+
+def reindent(
+    code: str, selection_text: str, *, line_prefix: str = "", newline: str | None = None
+) -> str:
+    """`code` dedented and indented like the selection it replaces.
+
+    `line_prefix` is the text between the start of the selection's first line and the
+    selection; when it is not empty the selection starts mid-line, and the first line of code
+    is not indented (the prefix already stands before it). The result ends with a line break
+    exactly when the selection does, and uses `newline` (by default the selection's own).
+    """
+    if newline is None:
+        newline = "\r\n" if "\r\n" in selection_text else "\n"
+    indent = _selection_indent(selection_text, line_prefix)
+    code = textwrap.dedent(code.replace("\r\n", "\n").replace("\r", "\n"))
+    lines: list[str] = []
+    for number, line in enumerate(_trim_blank_lines(code.split("\n"))):
+        line = line.rstrip()
+        if not line:
+            lines.append("")
+        elif number == 0 and line_prefix:
+            indented = indent + line
+            if not line_prefix.strip() and indented.startswith(line_prefix):
+                lines.append(indented[len(line_prefix) :])
+            else:
+                lines.append(line.lstrip())
+        else:
+            lines.append(indent + line)
+    text = newline.join(lines)
+    if selection_text.endswith(("\n", "\r")):
+        text += newline
+    return text
+
+
+def _selection_indent(selection_text: str, line_prefix: str) -> str:
+    """The leading whitespace shared by the selection's lines, its first line read whole."""
+    first, *rest = selection_text.splitlines() or [""]
+    lines = [line for line in rest if line.strip()]
+    first_line = line_prefix + first
+    if first_line.strip() or line_prefix:
+        lines.insert(0, first_line)
+    indents = [line[: len(line) - len(line.lstrip(" \t"))] for line in lines]
+    if not indents:
+        return ""
+    common = indents[0]
+    for indent in indents[1:]:
+        while not indent.startswith(common):
+            common = common[:-1]
+    return common
+
+
+# --- checking the result ------------------------------------------------------------------
+
+
+def validate(new_document_text: str, language: str) -> None:
+    """Refuse a document the model broke; Python is parsed, other languages pass."""
+    if _canonical_language(language) != "python":
+        return
+    try:
+        ast.parse(new_document_text)
+    except SyntaxError as exc:
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise RefactorOutputError(
+            f"the model's answer is not valid Python: {exc.msg}{where}"
+        ) from None
+    except ValueError as exc:  # e.g. a NUL character
+        raise RefactorOutputError(f"the model's answer is not valid Python: {exc}") from None
+
+
+def _parses(text: str, language: str) -> bool:
+    try:
+        validate(text, language)
+    except RefactorOutputError:
+        return False
+    return True
+
+
+# --- positions and edits in UTF-16 ----------------------------------------------------------
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where LSP splits them: at \\n, \\r\\n and \\r only."""
+    return _LINE.findall(text)
+
+
+def utf16_length(text: str) -> int:
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+class LineIndex:
+    """Converts between str offsets and LSP positions (UTF-16 code units) of one text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line_starts = [0]
+        for line in split_lines(text):
+            self.line_starts.append(self.line_starts[-1] + len(line))
+        if not text or text.endswith(("\n", "\r")):
+            return
+        self.line_starts.pop()  # the last line has no ending: no line starts after it
+
+    def position(self, offset: int) -> Position:
+        if not 0 <= offset <= len(self.text):
+            raise ValueError(f"offset {offset} is outside the text")
+        line = bisect_right(self.line_starts, offset) - 1
+        start = self.line_starts[line]
+        return Position(line=line, character=utf16_length(self.text[start:offset]))
+
+    def offset(self, position: Position) -> int:
+        """The offset of `position`; past the end of a line means its end, as LSP says."""
+        if position.line >= len(self.line_starts):
+            return len(self.text)
+        start = self.line_starts[position.line]
+        end = self._content_end(position.line)
+        units = 0
+        for offset in range(start, end):
+            if units >= position.character:
+                return offset
+            units += 2 if ord(self.text[offset]) > 0xFFFF else 1
+        return end
+
+    def _content_end(self, line: int) -> int:
+        end = self.line_starts[line + 1] if line + 1 < len(self.line_starts) else len(self.text)
+        while end > self.line_starts[line] and self.text[end - 1] in "\r\n":
+            end -= 1
+        return end
+
+
+def offset_to_position(text: str, offset: int) -> Position:
+    """The LSP position of `text[offset]`, counting characters beyond the BMP as two units."""
+    return LineIndex(text).position(offset)
+
+
+def position_to_offset(text: str, position: Position) -> int:
+    return LineIndex(text).offset(position)
+
+
+def apply_edits(text: str, edits: list[TextEdit]) -> str:
+    """`text` with LSP `edits` applied, all ranges read against the original text."""
+    index = LineIndex(text)
+    spans = sorted(
+        (
+            (index.offset(edit.range.start), index.offset(edit.range.end), order, edit.new_text)
+            for order, edit in enumerate(edits)
+        ),
+        key=lambda span: (span[0], span[2]),
+    )
+    pieces: list[str] = []
+    cursor = 0
+    for start, end, _, new_text in spans:
+        if start < cursor or end < start:
+            raise ValueError("overlapping or inverted text edits")
+        pieces += [text[cursor:start], new_text]
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
+    """Sorted, non-overlapping edits turning `old_text` into `new_text`: a line diff whose
+    changed blocks are narrowed to the characters that differ."""
+    old_lines, new_lines = split_lines(old_text), split_lines(new_text)
+    head = _common_prefix_length(old_lines, new_lines)
+    tail = _common_prefix_length(old_lines[head:][::-1], new_lines[head:][::-1])
+    old_middle = old_lines[head : len(old_lines) - tail]
+    new_middle = new_lines[head : len(new_lines) - tail]
+    old_starts = _offsets(old_lines)
+    new_starts = _offsets(new_lines)
+    index = LineIndex(old_text)
+    edits: list[TextEdit] = []
+    matcher = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False)
+    for tag, old_first, old_last, new_first, new_last in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        span = _narrow(
+            old_text,
+            new_text,
+            old_starts[head + old_first],
+            old_starts[head + old_last],
+            new_starts[head + new_first],
+            new_starts[head + new_last],
+        )
+        if span is None:
+            continue
+        old_start, old_end, new_start, new_end = span
+        edits.append(
+            TextEdit(
+                range=Range(start=index.position(old_start), end=index.position(old_end)),
+                new_text=new_text[new_start:new_end],
+            )
+        )
+    return edits
+
+
+def _common_prefix_length(first: list[str], second: list[str]) -> int:
+    length = 0
+    for a, b in zip(first, second, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    """Start offset of every line, and the end of the text as one more entry."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _narrow(
+    old: str, new: str, old_start: int, old_end: int, new_start: int, new_end: int
+) -> tuple[int, int, int, int] | None:
+    """A changed block shrunk by the characters it keeps at both ends; a boundary is never put
+    between the two characters of a \\r\\n, which no LSP position can name."""
+    limit = min(old_end - old_start, new_end - new_start)
+    prefix = 0
+    while prefix < limit and old[old_start + prefix] == new[new_start + prefix]:
+        prefix += 1
+    limit -= prefix
+    suffix = 0
+    while suffix < limit and old[old_end - 1 - suffix] == new[new_end - 1 - suffix]:
+        suffix += 1
+    old_start, new_start = old_start + prefix, new_start + prefix
+    old_end, new_end = old_end - suffix, new_end - suffix
+    if _splits_crlf(old, old_start) or _splits_crlf(new, new_start):
+        old_start, new_start = old_start - 1, new_start - 1
+    if _splits_crlf(old, old_end) or _splits_crlf(new, new_end):
+        old_end, new_end = old_end + 1, new_end + 1
+    if old_start == old_end and new_start == new_end:
+        return None
+    return old_start, old_end, new_start, new_end
+
+
+def _splits_crlf(text: str, offset: int) -> bool:
+    return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
+
+
+# --- the whole flow ----------------------------------------------------------------------
+
+
+def plan_refactor_edit(
+    document_text: str, selection_start: int, selection_end: int, answer: str, language: str
+) -> list[TextEdit]:
+    """The minimal edits that replace the selection with the code of the model's `answer`.
+
+    A Python document that did not parse before (the user is mid-edit) is not held against
+    the model; one that parsed must still parse afterwards.
+    """
+    selection_text = document_text[selection_start:selection_end]
+    line_start = max(
+        document_text.rfind("\n", 0, selection_start), document_text.rfind("\r", 0, selection_start)
+    )
+    line_prefix = document_text[line_start + 1 : selection_start]
+    replacement = reindent(
+        extract_code(answer, language),
+        selection_text,
+        line_prefix=line_prefix,
+        newline=_document_newline(document_text),
+    )
+    new_document = document_text[:selection_start] + replacement + document_text[selection_end:]
+    if _parses(document_text, language):
+        validate(new_document, language)
+    return minimal_edits(document_text, new_document)
+
+
+def _document_newline(text: str) -> str:
+    """The line ending the document uses, judged by its first line break."""
+    match = re.search(r"\r\n|\r|\n", text)
+    return match.group() if match else "\n"

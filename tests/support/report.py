@@ -1,0 +1,98 @@
+"""What the reliability tests observe of the server under test, and the rows they report.
+
+`ServerLog` reads the server's stderr (pytest-lsp forwards it into the test process, where the
+`capfd` fixture captures it); `ServerMemory` follows the server process' resident memory; and
+`report_scenario` appends one JSON line per scenario to the file named by `$GATEWAY_LS_REPORT`
+(the reliability report collects them), doing nothing when that variable is unset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPORT_ENV = "GATEWAY_LS_REPORT"
+_MB = 1024 * 1024
+
+
+def report_scenario(
+    scenario: str,
+    *,
+    requests: int,
+    failures_survived: int,
+    bytes_leaked: int = 0,
+    memory_growth_mb: float = 0.0,
+) -> None:
+    """Append one row for `scenario` to `$GATEWAY_LS_REPORT`, if it is set."""
+    target = os.environ.get(REPORT_ENV)
+    if not target:
+        return
+    row = {
+        "scenario": scenario,
+        "requests": requests,
+        "failures_survived": failures_survived,
+        "bytes_leaked": bytes_leaked,
+        "memory_growth_mb": round(memory_growth_mb, 2),
+    }
+    with Path(target).open("a", encoding="utf-8") as report:
+        report.write(json.dumps(row) + "\n")
+
+
+class ServerLog:
+    """The server's stderr so far; `capfd` hands out each captured piece once, so keep it all."""
+
+    def __init__(self, capfd: pytest.CaptureFixture[str]) -> None:
+        self._capfd = capfd
+        self._seen = ""
+
+    @property
+    def text(self) -> str:
+        self._seen += self._capfd.readouterr().err
+        return self._seen
+
+    def lines_with(self, needle: str) -> list[str]:
+        return [line for line in self.text.splitlines() if needle in line]
+
+    async def wait_for(self, needle: str, timeout_s: float = 10.0) -> bool:
+        """Wait until `needle` shows up; the forwarding runs on the test's event loop."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while needle not in self.text:
+            if asyncio.get_running_loop().time() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+
+class ServerMemory:
+    """Resident memory of the `gateway-ls serve` process this test process started."""
+
+    def __init__(self) -> None:
+        self._process = _server_process()
+        self._baseline = self._process.memory_info().rss
+
+    def growth_mb(self) -> float:
+        return (self._process.memory_info().rss - self._baseline) / _MB
+
+
+def _server_process() -> psutil.Process:
+    servers = [
+        child
+        for child in psutil.Process().children(recursive=True)
+        if _is_language_server(child)
+    ]
+    if not servers:
+        raise LookupError("no gateway-ls server process is running under this test")
+    return max(servers, key=lambda process: process.create_time())
+
+
+def _is_language_server(process: psutil.Process) -> bool:
+    try:
+        command = process.cmdline()
+    except psutil.Error:
+        return False
+    return "lsp_server" in command and "serve" in command

@@ -1,0 +1,252 @@
+"""End to end: the real server over stdio, driven as VS Code would, against loopback endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import (
+    endpoint_toml,
+    eventually,
+    inline_completion,
+    lsp_session,
+    open_document,
+)
+
+LOCAL_OFF = "[local]\nenabled = false\n"
+GENEROUS = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
+
+
+def config_for(
+    *servers: tuple[str, FakeLLMServer], fim: bool = True, routing: str = GENEROUS
+) -> str:
+    endpoints = "".join(endpoint_toml(name, s.base_url, fim=fim) for name, s in servers)
+    return routing + LOCAL_OFF + endpoints
+
+
+def completion_bodies(server: FakeLLMServer) -> list[dict]:
+    return [r.json for r in server.requests if r.path.endswith("/completions") and r.json]
+
+
+async def test_inline_completion_from_a_fim_endpoint(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="return a + b\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "add.py").as_uri()
+            text = "def add(a, b):\n    \n\nprint(add(1, 2))\n"
+            open_document(client, uri, text)
+            result = await inline_completion(client, uri, 1, 4)
+            assert result is not None and result.items
+            assert result.items[0].insert_text == "return a + b"
+            body = completion_bodies(endpoint)[-1]
+            assert body["prompt"] == "def add(a, b):\n    "
+            assert body["suffix"].startswith("\n\nprint(add(1, 2))")
+            assert body["stream"] is True
+
+
+async def test_chat_endpoint_gets_a_fill_in_the_middle_instruction(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="```python\nreturn a * b\n```")) as endpoint:
+        config = config_for(("chatty", endpoint), fim=False)
+        async with lsp_session(tmp_path, config_text=config) as client:
+            uri = (tmp_path / "mul.py").as_uri()
+            open_document(client, uri, "def mul(a, b):\n    \n")
+            result = await inline_completion(client, uri, 1, 4)
+            assert result is not None and result.items
+            assert result.items[0].insert_text == "return a * b"
+            paths = [r.path for r in endpoint.requests]
+            assert "/v1/chat/completions" in paths
+
+
+async def test_completion_item_carries_the_same_suggestion(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="urn a + b\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "add.py").as_uri()
+            open_document(client, uri, "def add(a, b):\n    ret\n")
+            result = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=1, character=7),
+                )
+            )
+            assert isinstance(result, types.CompletionList)
+            item = result.items[0]
+            assert isinstance(item.text_edit, types.TextEdit)
+            assert item.text_edit.new_text == "return a + b"
+            assert item.text_edit.range.start == types.Position(line=1, character=4)
+
+
+async def test_utf16_positions_with_non_ascii_before_the_cursor(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text=" + 1\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "u.py").as_uri()
+            line = 'x = "héllo 🐍 wörld"'  # the snake is two UTF-16 code units
+            open_document(client, uri, line + "  # tail\n")
+            character = len(line.encode("utf-16-le")) // 2
+            await inline_completion(client, uri, 0, character)
+            body = completion_bodies(endpoint)[-1]
+            assert body["prompt"] == line
+            assert body["suffix"].startswith("  # tail")
+
+
+async def test_incremental_changes_are_applied_before_the_next_request(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="pass\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "inc.py").as_uri()
+            open_document(client, uri, "def f():\n    \n")
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(
+                                start=types.Position(line=0, character=4),
+                                end=types.Position(line=0, character=5),
+                            ),
+                            text="g_ünïcode",
+                        )
+                    ],
+                )
+            )
+            await inline_completion(client, uri, 1, 4)
+            assert completion_bodies(endpoint)[-1]["prompt"] == "def g_ünïcode():\n    "
+
+
+async def test_typing_into_a_suggestion_is_served_from_the_cache(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="return a + b\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "c.py").as_uri()
+            open_document(client, uri, "def add(a, b):\n    \n")
+            await inline_completion(client, uri, 1, 4)
+            sent = len(completion_bodies(endpoint))
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(
+                                start=types.Position(line=1, character=4),
+                                end=types.Position(line=1, character=4),
+                            ),
+                            text="ret",
+                        )
+                    ],
+                )
+            )
+            result = await inline_completion(client, uri, 1, 7)
+            assert result is not None and result.items[0].insert_text == "urn a + b"
+            assert len(completion_bodies(endpoint)) == sent
+
+
+async def test_cancel_request_stops_the_backend_call(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="never", fault="hang_before_headers")) as endpoint:
+        config = config_for(
+            ("hung", endpoint),
+            routing="[routing]\ninline_deadline_ms = 20000\nhedge_after_ms = 10000\n",
+        )
+        async with lsp_session(tmp_path, config_text=config) as client:
+            uri = (tmp_path / "h.py").as_uri()
+            open_document(client, uri, "x = \n")
+            pending = client.protocol.send_request(
+                types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                types.InlineCompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=0, character=4),
+                    context=types.InlineCompletionContext(
+                        trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                    ),
+                ),
+                msg_id="cancel-me",
+            )
+            assert await eventually(lambda: len(endpoint.requests) > 0)
+            client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="cancel-me"))
+            with pytest.raises(JsonRpcException):
+                await asyncio.wait_for(asyncio.wrap_future(pending), 10)
+            assert await eventually(lambda: endpoint.disconnects >= 1)
+
+
+async def test_newer_request_supersedes_the_one_in_flight(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="1\n", latency_s=30)) as endpoint:
+        config = config_for(
+            ("slow", endpoint),
+            routing="[routing]\ninline_deadline_ms = 3000\nhedge_after_ms = 2000\n",
+        )
+        async with lsp_session(tmp_path, config_text=config) as client:
+            uri = (tmp_path / "s.py").as_uri()
+            open_document(client, uri, "x = \n")
+            first = asyncio.ensure_future(inline_completion(client, uri, 0, 4))
+            assert await eventually(lambda: len(endpoint.requests) >= 1)
+            second = asyncio.ensure_future(inline_completion(client, uri, 0, 4))
+            with pytest.raises(JsonRpcException):
+                await asyncio.wait_for(first, 10)
+            result = await asyncio.wait_for(second, 10)
+            assert result is not None and not result.items  # the deadline passed: nothing late
+
+
+async def test_bad_positions_and_documents_never_crash_the_server(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="ok\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            unknown = (tmp_path / "nobody-opened-this.py").as_uri()
+            result = await inline_completion(client, unknown, 0, 0)
+            assert result is not None and not result.items
+
+            uri = (tmp_path / "p.py").as_uri()
+            open_document(client, uri, "ab\ncd\n")
+            for line, character in [(0, 99), (50, 0), (50, 50)]:
+                result = await inline_completion(client, uri, line, character)
+                assert result is not None
+
+            empty = (tmp_path / "empty.py").as_uri()
+            open_document(client, empty, "")
+            assert await inline_completion(client, empty, 0, 0) is not None
+
+            big = (tmp_path / "big.py").as_uri()
+            open_document(client, big, "x = 1\n" * 900_000)  # about 5 MB
+            result = await inline_completion(client, big, 450_000, 5)
+            assert result is not None
+            body = completion_bodies(endpoint)[-1]
+            assert len(body["prompt"]) < 20_000  # a window, not the whole file
+
+            status = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.status")
+            )
+            assert status["endpoints"][0]["name"] == "fast"
+
+
+async def test_status_reports_endpoints_and_decisions(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="pass\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "s.py").as_uri()
+            open_document(client, uri, "def f():\n    \n")
+            await inline_completion(client, uri, 1, 4)
+            status = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.status")
+            )
+            json.dumps(status)  # plain JSON
+            (fast,) = status["endpoints"]
+            assert fast["requests"] == 1 and fast["wins"] == 1 and fast["errors"] == 0
+            assert fast["health"] == "healthy" and fast["p50_ms"] is not None
+            decision = status["decisions"][-1]
+            assert decision["endpoint"] == "fast" and decision["reason"] == "fastest"
+            assert decision["kind"] == "inline" and decision["uri"] == uri
+
+
+async def test_set_offline_always_keeps_everything_home(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="leak\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("remote", endpoint))) as client:
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.setOffline", arguments=["always"])
+            )
+            uri = (tmp_path / "o.py").as_uri()
+            open_document(client, uri, "x = \n")
+            result = await inline_completion(client, uri, 0, 4)
+            assert result is not None and not result.items  # local model disabled here
+            assert endpoint.requests == []
+            with pytest.raises(JsonRpcException):
+                await client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(command="gatewayLs.setOffline", arguments=["sky"])
+                )
