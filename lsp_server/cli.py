@@ -159,4 +159,4 @@ def _run_doctor(args: argparse.Namespace, config: Config) -> int:
 def _run_stats(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.stats_command import print_stats
 
-    return print_stats(url=args.url, as_json=args.json)
+    return print_stats(url=args.url, as_json=args.json, token_env=config.gateway.token_env)

@@ -38,6 +38,8 @@ from lsp_server.config import (
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
 APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
+# Names that routing, status and the gateway's model list use for other things.
+RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 KeyPath = tuple[str | int, ...]
 
@@ -349,6 +351,11 @@ def _has_url_password(value: str) -> bool:
 def _check_unique_names(endpoints: tuple[EndpointConfig, ...]) -> None:
     seen: dict[str, int] = {}
     for i, endpoint in enumerate(endpoints):
+        if endpoint.name in RESERVED_ENDPOINT_NAMES:
+            raise _Invalid(
+                ("endpoints", i, "name"),
+                f'"{endpoint.name}" is reserved (it names the in-process model); choose another',
+            )
         if endpoint.name in seen:
             first = dotted(("endpoints", seen[endpoint.name]))
             raise _Invalid(

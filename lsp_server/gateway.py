@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -33,6 +36,7 @@ from starlette.routing import Route
 from lsp_server.backends.base import ChatRequest, CompletionRequest
 from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli_progress import StderrProgress
+from lsp_server.complete_command import LANGUAGE_BY_SUFFIX
 from lsp_server.config import Config, Role
 from lsp_server.config_loader import ConfigError
 from lsp_server.config_watch import ConfigWatcher
@@ -195,7 +199,7 @@ class _Gateway:
             temperature=body.temperature or 0.0,
             stop=body.stop or (),
         )
-        prompt_tokens = sum(len(m.content) for m in body.messages) // 4
+        prompt_tokens = (sum(len(m.content) for m in body.messages) + 3) // 4
         if body.stream:
             return await self._chat_stream(request, body, chat, privacy, pinned, prompt_tokens)
         try:
@@ -238,7 +242,13 @@ class _Gateway:
                 restart_after_text=False,
             )
         )
-        work.add_done_callback(lambda _: pieces.put_nowait(None))
+
+        def finished(task: asyncio.Task[Routed]) -> None:
+            pieces.put_nowait(None)
+            if not task.cancelled():
+                task.exception()  # read here too, in case the client left before the stream
+
+        work.add_done_callback(finished)
         try:
             first = await cancel_on_disconnect(request, pieces.get())
         except BaseException:
@@ -268,9 +278,12 @@ class _Gateway:
                     yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
                 yield SSE_DONE
             finally:
-                work.cancel()  # the client left: stop the upstream stream
+                work.cancel()
 
-        return _event_stream(events(), {})
+        async def stop_upstream() -> None:
+            work.cancel()  # the client left, possibly before the stream started: stop the call
+
+        return _event_stream(events(), {}, background=BackgroundTask(stop_upstream))
 
     # -- routing inputs -------------------------------------------------------------------
 
@@ -353,29 +366,25 @@ def _completion_request(body: CompletionBody) -> CompletionRequest:
 
 
 def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
+    """The file named by `X-Gateway-LS-Path` also tells post-processing the language."""
     if uri == DEFAULT_URI:
         return request
-    return CompletionRequest(
-        prefix=request.prefix,
-        suffix=request.suffix,
-        language=request.language,
-        path=uri,
-        max_tokens=request.max_tokens,
-        stop=request.stop,
-        single_line=request.single_line,
-        temperature=request.temperature,
-    )
+    language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "")
+    return dataclasses.replace(request, path=uri, language=language)
 
 
 def _routing_headers(routed: Routed) -> dict[str, str]:
     return {ENDPOINT_HEADER: routed.endpoint or "none", REASON_HEADER: routed.reason}
 
 
-def _event_stream(events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
+def _event_stream(
+    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
+) -> StreamingResponse:
     return StreamingResponse(
         events,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+        background=background,
     )
 
 

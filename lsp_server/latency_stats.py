@@ -37,6 +37,7 @@ class EndpointStats:
     error_rate: Ewma = field(default_factory=lambda: Ewma(alpha=0.1, value=0.0))
     tokens_per_s: Ewma = field(default_factory=Ewma)
     recent_total_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    recent_first_token_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     requests: int = 0
     wins: int = 0
     errors: int = 0
@@ -53,6 +54,7 @@ class EndpointStats:
         self.tokens += tokens
         if first_token_ms is not None:
             self.first_token_ms.add(first_token_ms)
+            self.recent_first_token_ms.append(first_token_ms)
         self.total_ms.add(total_ms)
         self.recent_total_ms.append(total_ms)
         self.error_rate.add(0.0)
@@ -77,14 +79,26 @@ class EndpointStats:
         self.last_sample_at = time.monotonic()
 
     def percentile(self, q: float) -> float | None:
-        if not self.recent_total_ms:
-            return None
-        ordered = sorted(self.recent_total_ms)
-        index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
-        return ordered[index]
+        """A percentile of recent total latencies."""
+        return _percentile(self.recent_total_ms, q)
+
+    def first_token_percentile(self, q: float) -> float | None:
+        return _percentile(self.recent_first_token_ms, q)
+
+    def forgive_errors(self) -> None:
+        """A recovered endpoint starts afresh: its past outage no longer weighs on its rank."""
+        self.error_rate.value = 0.0
 
     def expected_ms(self, prior_ms: float) -> float:
         """Expected time to a usable answer; failures inflate it like a retry would."""
         base = self.total_ms.value if self.total_ms.value is not None else prior_ms
         failure = min(self.error_rate.value or 0.0, 0.95)
         return base / (1.0 - failure)
+
+
+def _percentile(samples: deque[float], q: float) -> float | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
+    return ordered[index]

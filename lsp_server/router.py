@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 EXPLORE_STALE_S = 15.0  # an endpoint unheard of for this long is worth one more look
 EXPLORE_EVERY_S = 5.0  # at most one exploring request in this interval
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
+ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
+ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +108,7 @@ class Router:
         race = InlineRace(
             request,
             candidates,
-            hedge_after_s=routing.hedge_after_ms / 1000,
+            hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=routing.inline_deadline_ms / 1000,
             may_hedge=self._hedge_budget_left(),
         )
@@ -123,10 +125,20 @@ class Router:
             return ([local] if local is not None and local_ready else []), reason
         remotes = [e for e in self.pool.remotes.values() if "inline" in _roles(e)]
         ranked = self._rank(remotes + ([local] if local is not None and local_ready else []))
+        if not ranked:
+            loading = local is not None and getattr(local.backend, "state", "") == "loading"
+            return [], "local-loading" if loading else "no-endpoint"
+        probing = [e for e in ranked if e.breaker.state is BreakerState.HALF_OPEN]
         allowed = [e for e in ranked if e.breaker.allow()]
         if not allowed:
             return [], "breaker-open"
         reason = "fastest" if allowed[0] is ranked[0] else "breaker-open"
+        probe = next((e for e in allowed if e in probing), None)
+        if probe is not None:
+            # A recovering endpoint goes first, so it is heard from; the hedge covers the keystroke.
+            allowed.remove(probe)
+            allowed.insert(0, probe)
+            return allowed, "explore"
         explored = self._explore(allowed)
         if explored is not None:
             allowed.remove(explored)
@@ -160,6 +172,19 @@ class Router:
                 self._last_explore_at = now
                 return endpoint
         return None
+
+    def _hedge_delay_ms(self, primary: Endpoint) -> float:
+        """`hedge_after_ms`, or sooner when the primary's first token is usually much faster.
+
+        Waiting out the full delay on a straggler is what makes the tail; hedging once the
+        primary is slower than nine times in ten bounds it, and the hedge budget bounds the cost.
+        """
+        configured = float(self.config.routing.hedge_after_ms)
+        stats = primary.stats
+        if len(stats.recent_first_token_ms) < ADAPTIVE_HEDGE_MIN_SAMPLES:
+            return configured
+        p90 = stats.first_token_percentile(0.9) or configured
+        return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90 * 1.25))
 
     def _hedge_budget_left(self) -> bool:
         allowance = self.config.routing.max_hedge_ratio * self.inline_requests + HEDGE_BURST
@@ -236,6 +261,8 @@ class Router:
                 tokens=attempt.usage.completion_tokens,
                 won=won,
             )
+            if endpoint.breaker.state is not BreakerState.CLOSED:
+                endpoint.stats.forgive_errors()
             endpoint.breaker.record_success()
             if not endpoint.is_local:
                 self.offline.note_success(endpoint.name)

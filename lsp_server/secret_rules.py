@@ -19,7 +19,9 @@ Trade-offs, chosen to keep false positives on ordinary code low:
 - Other quoted strings of 20+ characters count as secrets when they mix upper case, lower case
   and digits and their Shannon entropy is that of a random string of their length. Hex (hashes,
   git SHAs, UUIDs, colours) never mixes case, so a hex-only secret is found only in an
-  assignment to a secret-named key; base64 of plain text and test fixtures can be flagged.
+  assignment to a secret-named key. Strings made of words (`BrowserStateV1`) and lock-file
+  integrity hashes (`sha512-...`) are skipped too; base64 of plain text and random test fixtures
+  can be flagged, and about 1 % of random 20-32 character secrets is missed.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ _PLACEHOLDER_WORDS = (
     "placeholder",
     "dummy",
     "redacted",
-    "xxx",
+    "xxxx",
     "***",
     "...",
     "your",
@@ -138,9 +140,9 @@ def _shannon_entropy(value: str) -> float:
     return -sum(n / length * math.log2(n / length) for n in Counter(value).values())
 
 
-# Entropy that a random base62 string of the given length exceeds about 99.5 % of the time;
+# Entropy that a random base62 string of the given length exceeds about 99.9 % of the time;
 # identifiers and paths of those lengths mostly stay below it.
-_ENTROPY_FLOOR_BY_LENGTH = ((20, 3.6), (32, 4.15), (40, 4.4), (64, 4.85), (100, 5.2), (160, 5.45))
+_ENTROPY_FLOOR_BY_LENGTH = ((20, 3.5), (32, 4.0), (40, 4.25), (64, 4.7), (100, 5.05), (160, 5.3))
 
 
 def _entropy_floor(length: int) -> float:
@@ -161,9 +163,13 @@ def _word_like_share(value: str) -> float:
     return sum(len(run) for run in _SAME_CASE_RUN.findall(value)) / len(value)
 
 
+_INTEGRITY_PREFIXES = ("sha1-", "sha256-", "sha384-", "sha512-")  # lock files: hashes, not keys
+
+
 def _looks_random(value: str) -> bool:
     return (
         _mixed_case_with_digit(value)
+        and not value.startswith(_INTEGRITY_PREFIXES)
         and _shannon_entropy(value) >= _entropy_floor(len(value))
         # Random base62 strings of 20+ characters stay below this about 97-99 % of the time.
         and _word_like_share(value) <= 0.65

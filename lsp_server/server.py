@@ -288,7 +288,7 @@ def register_features(server: GatewayServer) -> None:
         if ls._suggestions is not None:
             ls._suggestions.forget(uri)
 
-    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION)
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(
         ls: GatewayServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
@@ -352,12 +352,17 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_REFACTOR)
     async def refactor(ls: GatewayServer, *args: Any) -> dict[str, Any]:
-        ls.protocol.link_current_task()  # type: ignore[attr-defined]
-        return await run_refactor_command(ls, args)
+        request_id = ls.protocol.link_current_task()  # type: ignore[attr-defined]
+        return await run_refactor_command(ls, args, request_id=request_id)
 
 
-async def run_refactor_command(ls: GatewayServer, args: tuple[Any, ...]) -> dict[str, Any]:
-    """Validate the arguments, run the refactor with progress, apply the edit; never partial."""
+async def run_refactor_command(
+    ls: GatewayServer, args: tuple[Any, ...], *, request_id: object = None
+) -> dict[str, Any]:
+    """Validate the arguments, run the refactor with progress, apply the edit; never partial.
+
+    `request_id` is the `workspace/executeCommand` request; a cancel from the progress UI
+    cancels it as `$/cancelRequest` would, so that it is answered."""
     params = args[0] if args else None
     if not isinstance(params, Mapping):
         raise ValueError("gatewayLs.refactor takes one argument: {uri, range, instruction}")
@@ -371,7 +376,7 @@ async def run_refactor_command(ls: GatewayServer, args: tuple[Any, ...]) -> dict
         raise ValueError("gatewayLs.refactor: instruction must be a string")
     version = document.version
     start, end = _offset(document, selection.start), _offset(document, selection.end)
-    progress = RefactorProgress(ls)
+    progress = RefactorProgress(ls, request_id)
     progress.begin()
     try:
         result = await ls.refactors.refactor(
@@ -401,6 +406,10 @@ async def run_refactor_command(ls: GatewayServer, args: tuple[Any, ...]) -> dict
         return {"applied": False, "error": "document changed"}
     progress.end(f"answered by {result.endpoint}")
     if not result.edits:
+        message = f"gateway-ls: {result.endpoint} answered with the code unchanged"
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=message)
+        )
         return {"applied": False, "endpoint": result.endpoint, "error": "no change"}
     label = f"gateway-ls: {result.instruction[:60]} (model: {result.endpoint})"
     edit = types.WorkspaceEdit(
@@ -423,8 +432,9 @@ async def run_refactor_command(ls: GatewayServer, args: tuple[Any, ...]) -> dict
 class RefactorProgress:
     """Work-done progress for one refactor, cancellable from the editor's progress UI."""
 
-    def __init__(self, ls: GatewayServer) -> None:
+    def __init__(self, ls: GatewayServer, request_id: object = None) -> None:
         self._ls = ls
+        self._request_id = request_id
         self._token: str | None = None
         self._task = asyncio.current_task()
         self._last_percentage = -1
@@ -452,9 +462,16 @@ class RefactorProgress:
         self._cancel_on(tokens.get(token))
 
     def _cancel_on(self, future: Future[Any] | None) -> None:
-        if future is not None and self._task is not None:
-            task = self._task
-            future.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
+        if future is not None:
+            future.add_done_callback(lambda f: self._cancel() if f.cancelled() else None)
+
+    def _cancel(self) -> None:
+        """Stop the refactor; the request is answered as cancelled, as the protocol asks.
+        Cancelling the task alone would leave pygls waiting on it and the editor unanswered."""
+        if self._request_id is not None:
+            self._ls.protocol._handle_cancel_notification(self._request_id)  # type: ignore[arg-type]
+        elif self._task is not None:
+            self._task.cancel()
 
     def tokens(self, received: int, budget: int) -> None:
         if self._token is None:

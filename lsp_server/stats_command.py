@@ -12,13 +12,13 @@ import httpx
 from lsp_server.status_file import read_running
 from lsp_server.table import render_table
 
-TOKEN_ENV = "GATEWAY_LS_TOKEN"
 
-
-def print_stats(*, url: str | None, as_json: bool) -> int:
+def print_stats(*, url: str | None, as_json: bool, token_env: str = "") -> int:
+    """`token_env` names the variable with the gateway's bearer token ([gateway] token_env)."""
     if url is not None:
+        token = os.environ.get(token_env) if token_env else None
         try:
-            statuses = [_fetch(url)]
+            statuses = [_fetch(url, token)]
         except (httpx.HTTPError, ValueError) as error:
             print(f"gateway-ls: cannot read {url}: {error}", file=sys.stderr)
             return 1
@@ -36,9 +36,8 @@ def print_stats(*, url: str | None, as_json: bool) -> int:
     return 0
 
 
-def _fetch(url: str) -> dict[str, Any]:
+def _fetch(url: str, token: str | None) -> dict[str, Any]:
     headers = {}
-    token = os.environ.get(TOKEN_ENV)
     if token:
         headers["Authorization"] = f"Bearer {token}"
     response = httpx.get(url.rstrip("/") + "/v1/gateway-ls/status", headers=headers, timeout=5)

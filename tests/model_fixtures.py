@@ -30,7 +30,10 @@ def local_backend(bundled_model_path: Path) -> Iterator[LocalBackend]:
     One thread: test runs share few cores, and llama.cpp's spinning worker threads slow down
     tenfold when the machine has fewer free cores than threads.
     """
-    config = LocalConfig(model_path=str(bundled_model_path), n_ctx=2048, n_threads=1)
+    # max_tokens is raised so tests can ask for long generations (and cancel them).
+    config = LocalConfig(
+        model_path=str(bundled_model_path), n_ctx=2048, n_threads=1, max_tokens=512
+    )
     backend = LocalBackend(config)
     asyncio.run(backend.ensure_loaded())
     yield backend

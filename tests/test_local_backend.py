@@ -206,7 +206,7 @@ async def test_chat_streams_an_answer(local_backend: LocalBackend) -> None:
 async def test_loading_reports_progress_and_states(bundled_model_path: Path) -> None:
     progress: list[tuple[str, float | None]] = []
     backend = LocalBackend(
-        LocalConfig(model_path=str(bundled_model_path), n_ctx=256, n_threads=1),
+        LocalConfig(model_path=str(bundled_model_path), n_ctx=256, n_threads=1, max_tokens=512),
         on_progress=lambda message, fraction: progress.append((message, fraction)),
     )
     assert backend.state == "unloaded"

@@ -67,12 +67,12 @@ REFACTORED = CIRCLE.replace(
 )
 
 
-def refactor_config(*endpoints: tuple[str, FakeLLMServer], extra: str = "") -> str:
-    toml = "".join(
+def refactor_config(*endpoints: tuple[str, FakeLLMServer]) -> str:
+    """OpenAI-compatible chat endpoints for refactors only, and no local model."""
+    return LOCAL_OFF + "".join(
         endpoint_toml(name, server.base_url, fim=False, roles=REFACTOR_ROLE)
         for name, server in endpoints
     )
-    return LOCAL_OFF + extra + toml
 
 
 def anthropic_config(name: str, server: FakeLLMServer) -> str:
@@ -277,7 +277,10 @@ async def test_cancel_mid_stream_applies_nothing_and_stops_the_model(
             assert raised.value.code == REQUEST_CANCELLED
             assert await endpoint.wait_for_async(lambda s: s.disconnects >= 1)
             assert endpoint.completed_streams == 0
-            assert isinstance(refactor_progress(client)[-1], types.WorkDoneProgressEnd)
+            # The answer to the request may overtake the end of the progress.
+            assert await eventually(
+                lambda: isinstance(refactor_progress(client)[-1], types.WorkDoneProgressEnd)
+            )
             assert (await status(client))["endpoints"][0]["name"] == "reasoner"
             assert applied == []
 
@@ -320,6 +323,24 @@ async def test_a_bad_answer_is_reported_and_nothing_applied(
             assert isinstance(refactor_progress(client)[-1], types.WorkDoneProgressEnd)
 
 
+async def test_an_unchanged_answer_is_said_so(tmp_path: Path) -> None:
+    unchanged = "```python\nsquared = self.r * self.r\nreturn math.pi * squared\n```\n"
+    with FakeLLMServer(Behaviour(text=unchanged)) as endpoint:
+        config = refactor_config(("reasoner", endpoint))
+        async with lsp_session(tmp_path, config_text=config) as client:
+            applied = record_applied_edits(client)
+            uri = (tmp_path / "circle.py").as_uri()
+            open_document(client, uri, CIRCLE)
+
+            result = await refactor(client, uri)
+
+            assert result["applied"] is False and result["error"] == "no change"
+            assert await eventually(lambda: bool(messages_of(client, types.MessageType.Info)))
+            (message,) = messages_of(client, types.MessageType.Info)
+            assert "reasoner" in message and "unchanged" in message
+            assert applied == []
+
+
 async def test_falls_back_to_the_next_refactor_endpoint(tmp_path: Path) -> None:
     with (
         FakeLLMServer(Behaviour(fault="status:500"), name="broken") as broken,
@@ -342,6 +363,30 @@ async def test_falls_back_to_the_next_refactor_endpoint(tmp_path: Path) -> None:
             decision = (await status(client))["decisions"][-1]
             assert decision["endpoint"] == "second" and decision["reason"] == "fallback"
             assert "first" in (decision["detail"] or "")
+
+
+async def test_a_selection_inside_a_line_after_astral_characters(tmp_path: Path) -> None:
+    line = 'label = "🐍 " + name.upper()  # keep\n'  # the snake is two UTF-16 code units
+    text = "name = 'py'\n" + line
+    start = len(line[: line.index("name.upper()")].encode("utf-16-le")) // 2
+    selection = types.Range(
+        start=types.Position(line=1, character=start),
+        end=types.Position(line=1, character=start + len("name.upper()")),
+    )
+    with FakeLLMServer(Behaviour(text="```python\nname.title()\n```")) as endpoint:
+        config = refactor_config(("reasoner", endpoint))
+        async with lsp_session(tmp_path, config_text=config) as client:
+            applied = record_applied_edits(client)
+            uri = (tmp_path / "label.py").as_uri()
+            open_document(client, uri, text)
+
+            result = await refactor(client, uri, selection=selection, instruction="Title case.")
+
+            assert result["applied"] is True
+            (edit,) = applied
+            expected = text.replace("name.upper()", "name.title()")
+            assert apply_workspace_edit(text, edit.edit, uri) == expected
+            assert "⟦selection⟧name.upper()⟦/selection⟧" in chat_prompt(endpoint)
 
 
 def _in_secrets(tmp_path: Path) -> tuple[str, str]:
@@ -386,7 +431,7 @@ async def test_a_sensitive_document_never_reaches_the_remote(
 
 
 async def test_a_document_changed_during_the_refactor_is_left_alone(tmp_path: Path) -> None:
-    behaviour = Behaviour(text=ANSWER, chunk_delay_s=0.05, chunk_chars=2)
+    behaviour = Behaviour(text=ANSWER, chunk_delay_s=0.03)
     with FakeLLMServer(behaviour) as endpoint:
         config = refactor_config(("reasoner", endpoint))
         async with lsp_session(tmp_path, config_text=config) as client:
@@ -424,9 +469,12 @@ async def test_a_document_changed_during_the_refactor_is_left_alone(tmp_path: Pa
 async def test_a_sensitive_document_is_refactored_by_the_local_model(
     tmp_path: Path, bundled_model_path: Path
 ) -> None:
+    """The small model may answer well, badly or slowly (the deadline keeps this test short);
+    whichever it does, the person hears of it, and the remote hears nothing."""
     with FakeLLMServer(Behaviour(text=ANSWER)) as endpoint:
         config = (
-            f'[local]\nmodel_path = "{bundled_model_path.as_posix()}"\nn_ctx = 2048\n'
+            "[routing]\nrefactor_deadline_ms = 20000\n"
+            f'[local]\nmodel_path = "{bundled_model_path.as_posix()}"\nn_ctx = 1024\n'
             + endpoint_toml("reasoner", endpoint.base_url, fim=False, roles=REFACTOR_ROLE)
         )
         async with lsp_session(tmp_path, config_text=config) as client:
@@ -435,7 +483,7 @@ async def test_a_sensitive_document_is_refactored_by_the_local_model(
             open_document(client, uri, CIRCLE)
 
             result = await asyncio.wait_for(
-                client.workspace_execute_command_async(refactor_params(uri)), 240
+                client.workspace_execute_command_async(refactor_params(uri)), 120
             )
 
             if result["applied"]:
@@ -443,5 +491,29 @@ async def test_a_sensitive_document_is_refactored_by_the_local_model(
                 assert edit.label is not None and "local" in edit.label
             else:
                 assert applied == []
-                assert result.get("error")
+                assert await eventually(lambda: bool(client.messages))
+                assert "local" in client.messages[-1].message
             assert endpoint.requests == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="GatewayProtocol forgets request futures while pygls' shutdown iterates over them",
+)
+async def test_shutdown_during_a_refactor_is_clean(tmp_path: Path) -> None:
+    behaviour = Behaviour(text=ANSWER, chunk_delay_s=0.5)
+    with FakeLLMServer(behaviour) as endpoint:
+        config = refactor_config(("reasoner", endpoint))
+        async with lsp_session(tmp_path, config_text=config) as client:
+            applied = record_applied_edits(client)
+            uri = (tmp_path / "circle.py").as_uri()
+            open_document(client, uri, CIRCLE)
+            pending = client.protocol.send_request(
+                types.WORKSPACE_EXECUTE_COMMAND, refactor_params(uri), msg_id="refactor-1"
+            )
+            assert await endpoint.wait_for_async(lambda s: s.open_streams >= 1)
+        # Leaving the session sent shutdown and exit; the shutdown was answered.
+        with pytest.raises(JsonRpcException):
+            await asyncio.wait_for(asyncio.wrap_future(pending), 10)
+        assert await endpoint.wait_for_async(lambda s: s.disconnects >= 1)
+        assert applied == []

@@ -15,6 +15,7 @@ import textwrap
 import time
 import urllib.request
 from argparse import ArgumentParser
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -33,13 +34,13 @@ BASE62 = string.ascii_letters + string.digits
 
 
 def fake(length: int, alphabet: str = BASE62, seed: int = 7) -> str:
-    """A random-looking value that mixes upper case, lower case and digits."""
+    """A random-looking value with upper case, lower case and digits (those in `alphabet`)."""
     rng = random.Random(seed)
+    wanted = [kind for kind in (str.isupper, str.islower, str.isdigit) if any(map(kind, alphabet))]
     while True:
         value = "".join(rng.choice(alphabet) for _ in range(length))
-        if any(c.isupper() for c in value) and any(c.islower() for c in value):
-            if any(c.isdigit() for c in value):
-                return value
+        if all(any(map(kind, value)) for kind in wanted):
+            return value
 
 
 def pem_body(lines: int = 3) -> str:
@@ -257,7 +258,7 @@ def test_find_secrets_never_raises_and_offsets_are_in_bounds(text: str) -> None:
     findings = find_secrets(text)
     for finding in findings:
         assert 0 <= finding.start < finding.end <= len(text)
-    for earlier, later in zip(findings, findings[1:], strict=False):
+    for earlier, later in pairwise(findings):
         assert earlier.end <= later.start
     assert contains_secret(text) == bool(findings)
 

@@ -37,7 +37,9 @@ TEXT = "return a + b\n"
 
 
 def endpoint(name: str, base_url: str = "http://127.0.0.1:9/v1", **options: Any) -> EndpointConfig:
-    return EndpointConfig(name=name, kind="openai", base_url=base_url, model="fake-model", **options)
+    return EndpointConfig(
+        name=name, kind="openai", base_url=base_url, model="fake-model", **options
+    )
 
 
 def make_config(

@@ -3,6 +3,8 @@ failures and HTTP statuses onto `BackendError`, so the router sees one vocabular
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -17,6 +19,8 @@ from lsp_server.config import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# How long to wait for the end of a body after `[DONE]` to keep the connection reusable.
+DRAIN_TIMEOUT_S = 0.05
 
 
 # A reasoning model may think for a long while before its first byte; the router's refactor
@@ -34,12 +38,45 @@ def endpoint_timeout_s(config: EndpointConfig) -> float:
 
 def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
     """A keep-alive client: connections are reused across keystrokes; HTTP/2 where offered."""
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60)
     return httpx.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
-        http2=True,
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
-        limits=httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60),
+        transport=CancellationSafeTransport(http2=True, limits=limits, trust_env=False),
         trust_env=False,
+    )
+
+
+class CancellationSafeTransport(httpx.AsyncHTTPTransport):
+    """Takes back the pool slot a cancelled request can strand.
+
+    httpcore 1.0 keeps a connection it created for a request that is cancelled before the
+    connection is made: it never connects, never expires and is never handed out again
+    (encode/httpcore#1093). Keystroke traffic cancels most requests, so the slots run out within
+    minutes and every request then fails with PoolTimeout. Such a connection holds no socket;
+    dropping it from the pool is all the cleanup it needs.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await super().handle_async_request(request)
+        except asyncio.CancelledError:
+            _drop_stranded_connections(self._pool)
+            raise
+
+
+def _drop_stranded_connections(pool: Any) -> None:
+    connections = getattr(pool, "_connections", None)
+    requests = getattr(pool, "_requests", None)
+    if not isinstance(connections, list) or not isinstance(requests, list):
+        return
+    in_use = {id(getattr(r, "connection", None)) for r in requests}
+    pool._connections = [c for c in connections if id(c) in in_use or not _never_connected(c)]
+
+
+def _never_connected(connection: Any) -> bool:
+    return getattr(connection, "_connection", True) is None and not getattr(
+        connection, "_connect_failed", True
     )
 
 
@@ -112,15 +149,21 @@ async def read_json(endpoint: str, response: httpx.Response) -> dict[str, Any]:
 
 
 async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON payloads of an SSE stream, ending at `[DONE]` or the end of the stream."""
+    """The JSON payloads of an SSE stream, which must end with `[DONE]`.
+
+    After `[DONE]` the rest of the body (normally just the chunked-encoding trailer) is read
+    for a moment, so the connection goes back to the pool for the next keystroke instead of
+    being closed half-read.
+    """
     received = 0
+    events = EventSource(response).aiter_sse()
     try:
-        async for event in EventSource(response).aiter_sse():
+        async for event in events:
             received += len(event.data)
             if received > MAX_BODY_BYTES:
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "stream too large")
             if event.data.strip() == "[DONE]":
-                return
+                break
             if not event.data.strip():
                 continue
             try:
@@ -134,11 +177,16 @@ async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterato
                     endpoint, FailureKind.SERVER, _short(_error_message(event.data.encode()))
                 )
             yield payload
-        raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
+        else:
+            raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
     except SSEError as exc:
         raise BackendError(endpoint, FailureKind.PROTOCOL, f"not an SSE stream: {exc}") from None
     except httpx.HTTPError as exc:
         raise transport_error(endpoint, exc) from None
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
+        async with asyncio.timeout(DRAIN_TIMEOUT_S):
+            async for _ in events:
+                pass
 
 
 def is_event_stream(response: httpx.Response) -> bool:

@@ -166,6 +166,8 @@ class LocalBackend(Backend):
         except Exception as exc:  # every failure becomes a state with a message, not a crash
             self._load_error = _load_failure_message(self._model_path, exc)
             self._state = "failed"
+            if progress:
+                progress(f"local model unavailable: {self._load_error}", 1.0)
             return
         self._state = "ready"
         if progress:
@@ -267,7 +269,7 @@ class LocalBackend(Backend):
 
     def _run_completion(self, job: _Job, request: CompletionRequest) -> None:
         llm = self._require_model()
-        max_tokens = max(1, min(request.max_tokens, llm.n_ctx() // 2))
+        max_tokens = max(1, min(request.max_tokens, self._config.max_tokens, llm.n_ctx() // 2))
         prompt = self._completion_prompt(llm, request, max_tokens)
         if not prompt:
             return
@@ -276,7 +278,10 @@ class LocalBackend(Backend):
         if request.single_line and "\n" not in stop:
             stop.append("\n")
 
+        prompt_abort = _PromptAbort(llm, job.stop)
+
         def after_token(ids: Any, _logits: Any) -> bool:
+            prompt_abort.disarm()
             # `ids` holds the prompt and every sampled token but the newest; llama-cpp-python
             # calls this once per token and once more at the end, hence the max().
             self._count_tokens(job, max(job.completion_tokens, len(ids) - len(prompt) + 1))
@@ -292,14 +297,17 @@ class LocalBackend(Backend):
             stream=True,
             stopping_criteria=StoppingCriteriaList([after_token]),
         )
-        with _abort_when(llm, job.stop):
+        with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["text"])
 
     def _run_chat(self, job: _Job, request: ChatRequest) -> None:
         llm = self._require_model()
         previous = list(llm.eval_tokens)
 
+        prompt_abort = _PromptAbort(llm, job.stop)
+
         def before_token(ids: Any, scores: Any) -> Any:
+            prompt_abort.disarm()
             # The first call sees exactly the prompt the chat template produced.
             if job.completion_tokens == 0:
                 self._record_prompt(job, previous, ids.tolist())
@@ -318,7 +326,7 @@ class LocalBackend(Backend):
             stream=True,
             logits_processor=LogitsProcessorList([before_token]),
         )
-        with _abort_when(llm, job.stop):
+        with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["delta"].get("content"))
 
     def _require_model(self) -> Llama:
@@ -387,21 +395,35 @@ def open_model(path: Path, config: LocalConfig, *, chat_format: str | None = Non
         )
 
 
-@contextlib.contextmanager
-def _abort_when(llm: Llama, stop: threading.Event) -> Iterator[None]:
-    """Let llama.cpp abandon a long prompt evaluation as soon as `stop` is set.
+class _PromptAbort:
+    """Lets llama.cpp abandon a long prompt evaluation as soon as `stop` is set.
 
-    Token generation already stops between tokens; this covers the one long step in between.
-    Batches evaluated before the abort stay in the KV cache and serve the next request.
+    Armed only until the first token: from then on generation stops between tokens anyway, and
+    a Python callback at every graph node would cost throughput and contend for the GIL.
+    Batches evaluated before an abort stay in the KV cache and serve the next request.
     """
-    import llama_cpp
 
-    callback = llama_cpp.ggml_abort_callback(lambda _data: stop.is_set())
-    llama_cpp.llama_set_abort_callback(llm.ctx, callback, None)
-    try:
-        yield
-    finally:
-        llama_cpp.llama_set_abort_callback(llm.ctx, llama_cpp.ggml_abort_callback(), None)
+    def __init__(self, llm: Llama, stop: threading.Event) -> None:
+        import llama_cpp
+
+        self._llama_cpp = llama_cpp
+        self._ctx = llm.ctx
+        self._callback = llama_cpp.ggml_abort_callback(lambda _data: stop.is_set())
+        self._armed = False
+
+    def __enter__(self) -> _PromptAbort:
+        self._llama_cpp.llama_set_abort_callback(self._ctx, self._callback, None)
+        self._armed = True
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.disarm()
+
+    def disarm(self) -> None:
+        if self._armed:
+            self._armed = False
+            no_callback = self._llama_cpp.ggml_abort_callback()
+            self._llama_cpp.llama_set_abort_callback(self._ctx, no_callback, None)
 
 
 _DEFAULT_PARAMS_LOCK = threading.Lock()

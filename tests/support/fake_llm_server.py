@@ -539,7 +539,8 @@ class FakeLLMServer:
     def start(self) -> FakeLLMServer:
         if self._thread is not None:
             raise RuntimeError(f"{self.name} is already running")
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP lets asyncio set TCP_NODELAY, as real servers do: no delayed last chunk.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             listener.bind(("127.0.0.1", self.port))

@@ -139,6 +139,9 @@ class RawLspClient:
         """Every response the server wrote for `msg_id` (exactly one is the contract)."""
         return list(self._responses.get(msg_id, ()))
 
+    def response_ids(self) -> list[Any]:
+        return list(self._responses)
+
     def notifications(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("method") == method and "id" not in m]
 

@@ -1,7 +1,8 @@
 """Rows for `bench/reliability_report.py`: one JSON line per reliability scenario.
 
 A reliability test calls `record_row`; when `GATEWAY_LS_REPORT` names a file (the report script
-sets it) the row is appended there, otherwise nothing happens.
+sets it) the row is appended there, otherwise nothing happens. None marks a number that does not
+apply to the scenario.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def record_row(
     *,
     requests_sent: int,
     failures_survived: int,
-    bytes_leaked: int,
+    bytes_leaked: int | None,
     memory_growth_bytes: int | None,
 ) -> None:
     path = os.environ.get(REPORT_ENV)

@@ -1,0 +1,141 @@
+"""Benchmark of the in-process llama.cpp backend; prints a table.
+
+    python bench/bench_local.py [--threads N] [--tokens N]
+
+- decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
+  same prompt, same settings, same run (target: at least 95 %);
+- time to first token of a cold prompt vs the next keystroke in the same document, which reuses
+  the KV cache (target: at most 40 % of cold);
+- resident memory with the model loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+
+import psutil
+
+from lsp_server import config as config_module
+from lsp_server.backends.base import CompletionRequest, Usage
+from lsp_server.backends.local import LocalBackend, open_model
+from lsp_server.bundled_model import ensure_bundled_model
+from lsp_server.config import LocalConfig
+
+THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
+# A real source file as the document being edited; cut so the prompt is a few hundred tokens.
+DOCUMENT = Path(config_module.__file__).read_text()
+DOCUMENT_CHARS = 2400
+ROUNDS = 3
+
+
+async def backend_tokens_per_s(backend: LocalBackend, max_tokens: int) -> float:
+    usage = Usage()
+    request = CompletionRequest(prefix=THROUGHPUT_PROMPT, suffix="", max_tokens=max_tokens)
+    start = time.perf_counter()
+    async for _ in backend.complete(request, usage):
+        pass
+    return usage.completion_tokens / (time.perf_counter() - start)
+
+
+def raw_tokens_per_s(llm: object, max_tokens: int) -> float:
+    prompt = llm.tokenize(THROUGHPUT_PROMPT.encode(), add_bos=True)  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    result = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0)  # type: ignore[attr-defined]
+    return result["usage"]["completion_tokens"] / (time.perf_counter() - start)
+
+
+async def time_to_first_token(backend: LocalBackend, prefix: str) -> float:
+    request = CompletionRequest(prefix=prefix, suffix="", max_tokens=8)
+    start = time.perf_counter()
+    stream = backend.complete(request)
+    async for _ in stream:
+        elapsed = time.perf_counter() - start
+        await stream.aclose()
+        return elapsed
+    return time.perf_counter() - start
+
+
+async def keystroke_latency(backend: LocalBackend) -> tuple[float, float, int, int]:
+    """Median cold and next-keystroke time to first token, with the prompt and reuse sizes."""
+    cold: list[float] = []
+    warm: list[float] = []
+    for round_ in range(ROUNDS):
+        cut = DOCUMENT_CHARS - 200 * round_
+        document = DOCUMENT[:cut]
+        await time_to_first_token(backend, THROUGHPUT_PROMPT)  # evict the document
+        cold.append(await time_to_first_token(backend, document))
+        warm.append(await time_to_first_token(backend, document + "ret"))
+    return (
+        statistics.median(cold),
+        statistics.median(warm),
+        backend.last_prompt_tokens,
+        backend.last_reused_tokens,
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=0, help="0: all cores (the default)")
+    parser.add_argument("--tokens", type=int, default=96, help="tokens per throughput run")
+    args = parser.parse_args()
+
+    path = ensure_bundled_model()
+    config = LocalConfig(model_path=str(path), n_threads=args.threads, max_tokens=args.tokens)
+    process = psutil.Process()
+    rss_before = process.memory_info().rss
+    backend = LocalBackend(config)
+    start = time.perf_counter()
+    await backend.ensure_loaded()
+    load_s = time.perf_counter() - start
+    await backend_tokens_per_s(backend, 8)
+    rss_loaded = process.memory_info().rss
+
+    cold, warm, prompt_tokens, reused = await keystroke_latency(backend)
+
+    raw = open_model(path, config)
+    raw_tokens_per_s(raw, 8)
+    ours: list[float] = []
+    bare: list[float] = []
+    for _ in range(ROUNDS):
+        ours.append(await backend_tokens_per_s(backend, args.tokens))
+        bare.append(raw_tokens_per_s(raw, args.tokens))
+    raw.close()
+    await backend.aclose()
+
+    ours_best, bare_best = max(ours), max(bare)
+    threads = args.threads or os.cpu_count()
+    rows = [
+        ("model", path.name, ""),
+        ("threads", str(threads), ""),
+        ("load time", f"{load_s:.2f} s", ""),
+        ("RSS with model loaded", f"{rss_loaded / 2**20:.0f} MiB", ""),
+        ("RSS added by the model", f"{(rss_loaded - rss_before) / 2**20:.0f} MiB", ""),
+        ("tokens/s, LocalBackend (best of 3)", f"{ours_best:.1f}", ""),
+        ("tokens/s, bare create_completion", f"{bare_best:.1f}", ""),
+        (
+            "LocalBackend / bare",
+            f"{ours_best / bare_best:.0%}",
+            _verdict(ours_best / bare_best >= 0.95, ">= 95 %"),
+        ),
+        ("first token, cold prompt", f"{cold * 1000:.0f} ms", ""),
+        ("first token, next keystroke", f"{warm * 1000:.0f} ms", ""),
+        ("next / cold", f"{warm / cold:.0%}", _verdict(warm / cold <= 0.40, "<= 40 %")),
+        ("prompt tokens reused (last keystroke)", f"{reused} of {prompt_tokens}", ""),
+    ]
+    width = max(len(name) for name, _, _ in rows)
+    value_width = max(len(value) for _, value, _ in rows)
+    for name, value, verdict in rows:
+        print(f"{name:<{width}}  {value:>{value_width}}  {verdict}".rstrip())
+
+
+def _verdict(ok: bool, target: str) -> str:
+    return f"{'ok' if ok else 'MISSED'} (target {target})"
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,288 @@
+"""What the language server adds on the keystroke path, its idle memory and its start-up time.
+
+Overhead: the real `gateway-ls serve` runs over stdio against a zero-latency `FakeLLMServer` on
+127.0.0.1, in a process of its own (sharing this process's interpreter lock would add thread
+hand-offs to the direct path). Each round makes the same completion request twice: once
+directly through the server's own HTTP backend (`OpenAICompatibleBackend`, so both paths make
+the same HTTP exchange and stop reading at `[DONE]`) and once as
+`textDocument/inlineCompletion` through the server. The difference is what the server, its
+routing and the stdio JSON-RPC transport add. The two are interleaved so the machine's noise
+falls on both alike.
+
+Idle memory: the server's RSS after initialisation, with the local model disabled (never loaded).
+Start-up: from spawning the process to the `initialize` response, median of several starts,
+next to the floor every pygls server pays: starting Python and importing pygls and lsprotocol.
+
+Run from the repository root: `python -m bench.bench_lsp_overhead [--requests 1000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import httpx
+import psutil
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from lsp_server.backends.base import CompletionRequest
+from lsp_server.backends.openai_compat import OpenAICompatibleBackend
+from lsp_server.config import EndpointConfig
+
+TEXT = "compute(a, b)\n"
+LINES = 1000
+ADDED_P50_TARGET_MS = 0.5
+ADDED_P99_TARGET_MS = 2.0
+RSS_TARGET_MB = 60.0
+STARTUP_TARGET_MS = 300.0
+
+
+def config_text(base_url: str) -> str:
+    return (
+        "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
+        "[local]\nenabled = false\n"
+        f'[[endpoints]]\nname = "zero"\nkind = "openai"\nbase_url = "{base_url}"\n'
+        'model = "fake-model"\nroles = ["inline"]\nfim = true\n'
+    )
+
+
+def capabilities() -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            inline_completion=types.InlineCompletionClientCapabilities(),
+            synchronization=types.TextDocumentSyncClientCapabilities(),
+        ),
+    )
+
+
+@asynccontextmanager
+async def running_server(config_path: Path, workdir: Path) -> AsyncIterator[LanguageClient]:
+    client = LanguageClient("bench", "1")
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
+        "XDG_CONFIG_HOME": str(workdir / "xdg-config"),
+        "XDG_STATE_HOME": str(workdir / "xdg-state"),
+    }
+    await client.start_io(
+        sys.executable, "-m", "lsp_server", "serve", "--config", str(config_path), env=env
+    )
+    try:
+        yield client
+    finally:
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+
+
+async def initialize(client: LanguageClient, root: Path) -> None:
+    await client.initialize_async(
+        types.InitializeParams(capabilities=capabilities(), root_uri=root.as_uri())
+    )
+    client.initialized(types.InitializedParams())
+
+
+def server_process(client: LanguageClient) -> psutil.Process:
+    return psutil.Process(client._server.pid)  # type: ignore[union-attr]
+
+
+@contextmanager
+def zero_latency_endpoint() -> Iterator[str]:
+    """A `FakeLLMServer` in its own process; yields its OpenAI base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--text", TEXT], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base_url}/models", timeout=1.0, trust_env=False)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("the fake endpoint did not start") from None
+                time.sleep(0.05)
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+# --- overhead --------------------------------------------------------------------------------
+
+
+async def direct_ms(backend: OpenAICompatibleBackend, prefix: str) -> float:
+    started = time.perf_counter()
+    parts = [chunk async for chunk in backend.complete(CompletionRequest(prefix, "\n"))]
+    elapsed = (time.perf_counter() - started) * 1000
+    if not parts:
+        raise RuntimeError("the endpoint answered nothing")
+    return elapsed
+
+
+async def through_server_ms(client: LanguageClient, uri: str, line: int) -> float:
+    started = time.perf_counter()
+    result = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=len(f"value_{line} = ")),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if result is None or not result.items:
+        raise RuntimeError(f"no suggestion on line {line}: the server did not route it")
+    return elapsed
+
+
+async def measure_overhead(
+    requests: int, workdir: Path
+) -> tuple[list[float], list[float], list[float], float, float]:
+    with zero_latency_endpoint() as base_url:
+        config_path = workdir / "config.toml"
+        config_path.write_text(config_text(base_url), encoding="utf-8")
+        async with running_server(config_path, workdir) as client:
+            await initialize(client, workdir)
+            rss_idle_mb = server_process(client).memory_info().rss / 2**20
+            uri = (workdir / "keystrokes.py").as_uri()
+            source = "".join(f"value_{i} = \n" for i in range(LINES))
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=uri, language_id="python", version=1, text=source
+                    )
+                )
+            )
+            backend = OpenAICompatibleBackend(
+                EndpointConfig(name="direct", kind="openai", base_url=base_url, model="fake-model")
+            )
+            direct, served = [], []
+            try:
+                for index in range(requests):
+                    line = index % LINES  # a new prefix every time: no cache hits
+                    prefix = source[: source.index(f"value_{line} = ") + len(f"value_{line} = ")]
+                    direct.append(await direct_ms(backend, prefix))
+                    served.append(await through_server_ms(client, uri, line))
+            finally:
+                await backend.aclose()
+            rss_after_mb = server_process(client).memory_info().rss / 2**20
+            status = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.status")
+            )
+    routed = [d["latency_ms"] for d in status["decisions"]]
+    return direct, served, routed, rss_idle_mb, rss_after_mb
+
+
+# --- start-up --------------------------------------------------------------------------------
+
+
+async def measure_startup(starts: int, workdir: Path) -> list[float]:
+    config_path = workdir / "startup.toml"
+    config_path.write_text(config_text("http://127.0.0.1:9/v1"), encoding="utf-8")
+    times = []
+    for _ in range(starts):
+        started = time.perf_counter()
+        async with running_server(config_path, workdir) as client:
+            await client.initialize_async(
+                types.InitializeParams(capabilities=capabilities(), root_uri=workdir.as_uri())
+            )
+            times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def measure_import_floor(starts: int) -> list[float]:
+    times = []
+    for _ in range(starts):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", "import lsprotocol.types, pygls.lsp.server"], check=True
+        )
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--starts", type=int, default=10)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gateway-ls-bench-") as tmp:
+        workdir = Path(tmp)
+        direct, served, routed, rss_idle, rss_after = asyncio.run(
+            measure_overhead(args.requests, workdir)
+        )
+        startups = asyncio.run(measure_startup(args.starts, workdir))
+        floor = measure_import_floor(args.starts)
+
+    added_p50 = quantile(served, 0.5) - quantile(direct, 0.5)
+    added_p99 = quantile(served, 0.99) - quantile(direct, 0.99)
+    print(f"\nkeystroke path, {args.requests} requests against a zero-latency endpoint (ms)\n")
+    print(f"{'':<34}{'p50':>9}{'p90':>9}{'p99':>9}")
+    for label, samples in (
+        ("direct (the HTTP backend alone)", direct),
+        ("through gateway-ls over stdio", served),
+    ):
+        print(
+            f"{label:<34}{quantile(samples, 0.5):>9.2f}{quantile(samples, 0.9):>9.2f}"
+            f"{quantile(samples, 0.99):>9.2f}"
+        )
+    added_p90 = quantile(served, 0.9) - quantile(direct, 0.9)
+    print(f"{'added by the server':<34}{added_p50:>9.2f}{added_p90:>9.2f}{added_p99:>9.2f}")
+    print(
+        f"\nof which inside the router (decision log, last {len(routed)} requests): p50 "
+        f"{quantile(routed, 0.5):.2f} ms of routed time vs {quantile(direct, 0.5):.2f} ms direct; "
+        "the rest is the LSP layer and the stdio JSON-RPC round trip"
+    )
+    print()
+    print(
+        f"added p50 <= {ADDED_P50_TARGET_MS} ms: {verdict(added_p50 <= ADDED_P50_TARGET_MS)}; "
+        f"added p99 <= {ADDED_P99_TARGET_MS} ms: {verdict(added_p99 <= ADDED_P99_TARGET_MS)}"
+    )
+    print(
+        f"idle RSS {rss_idle:.1f} MB (after the run {rss_after:.1f} MB); "
+        f"target <= {RSS_TARGET_MB:.0f} MB: {verdict(rss_idle <= RSS_TARGET_MB)}"
+    )
+    median_start = statistics.median(startups)
+    print(
+        f"start to initialize response: median {median_start:.0f} ms over {len(startups)} starts "
+        f"(min {min(startups):.0f}, max {max(startups):.0f}); "
+        f"target <= {STARTUP_TARGET_MS:.0f} ms: {verdict(median_start <= STARTUP_TARGET_MS)}"
+    )
+    print(
+        f"  floor (start Python, import pygls + lsprotocol): median "
+        f"{statistics.median(floor):.0f} ms; gateway-ls's own share: "
+        f"{median_start - statistics.median(floor):.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The reliability suite as one table: each scenario, what was thrown at the server, what it cost.
+
+Runs the reliability test files under pytest with `GATEWAY_LS_REPORT` naming a JSON-lines file;
+each scenario appends one row there (`tests/support/reliability_rows.py`), and this script prints
+them: scenario, requests sent, failures survived, bytes leaked, memory growth. A dash is a number
+that does not apply to the scenario. Tests that fail still print their rows if they got that far;
+the exit code is pytest's.
+
+Run from the repository root: `python -m bench.reliability_report [TEST_FILE ...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from lsp_server.table import render_table
+from tests.support.reliability_rows import REPORT_ENV
+
+RELIABILITY_TESTS = (
+    "tests/test_fault_matrix.py",
+    "tests/test_storm.py",
+    "tests/test_lsp_fuzz.py",
+)
+HEADERS = ("scenario", "requests sent", "failures survived", "bytes leaked", "memory growth")
+
+
+def run_suite(test_files: list[str], report: Path) -> int:
+    env = {**os.environ, REPORT_ENV: str(report)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *test_files]
+    return subprocess.run(command, env=env, check=False).returncode
+
+
+def read_rows(report: Path) -> list[dict[str, Any]]:
+    if not report.exists():
+        return []
+    lines = report.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def memory(value: int | None) -> str | None:
+    if value is None:
+        return None
+    return f"{value / (1024 * 1024):+.1f} MB"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    cells = [
+        (
+            row["scenario"],
+            row["requests_sent"],
+            row["failures_survived"],
+            row["bytes_leaked"],
+            memory(row["memory_growth_bytes"]),
+        )
+        for row in rows
+    ]
+    return render_table(HEADERS, cells)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.reliability_report")
+    parser.add_argument("test_files", nargs="*", help="default: the reliability suite")
+    args = parser.parse_args(argv)
+    test_files = args.test_files or [f for f in RELIABILITY_TESTS if Path(f).exists()]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "reliability.jsonl"
+        status = run_suite(test_files, report)
+        rows = read_rows(report)
+    print()
+    print(table(rows) if rows else "no scenario reported a row")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
