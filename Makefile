@@ -39,7 +39,10 @@ test-vscode:
 	fi
 
 bench: setup
-	for script in bench/bench_*.py; do $(BIN)/python $$script || exit 1; done
+	for name in bench_lsp_overhead bench_routing bench_gateway bench_local; do \
+		$(BIN)/python -m bench.$$name || exit 1; \
+	done
+	$(BIN)/python -m bench.reliability_report
 
 clean:
 	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out

@@ -45,7 +45,6 @@ from lsp_server.gateway_http import (
     BearerAuth,
     ClientGone,
     cancel_on_disconnect,
-    is_loopback,
     on_client_gone,
     on_gateway_error,
     on_http_exception,
@@ -69,6 +68,7 @@ from lsp_server.gateway_protocol import (
     usage_body,
     usage_chunk,
 )
+from lsp_server.loopback import is_loopback
 from lsp_server.postprocess import clean_suggestion
 from lsp_server.prompt import is_mid_line, stop_sequences
 from lsp_server.router import Routed, Router, RoutingFailed

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -23,16 +22,6 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 OPEN_PATHS = frozenset({"/healthz"})
 
 T = TypeVar("T")
-
-
-def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 or `localhost`; any other name may resolve beyond this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class ClientGone(Exception):

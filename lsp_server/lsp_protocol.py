@@ -1,4 +1,4 @@
-"""pygls' protocol with three additions.
+"""pygls' protocol with four additions.
 
 - `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
   as inner tasks that a cancel of the outer request does not reach. A command handler links its
@@ -9,17 +9,20 @@
 - Handlers of notifications (and the inner steps of pygls' own handlers) are forgotten when they
   finish. pygls files them under made-up ids that nothing ever removes, so every `didChange`
   would stay in memory for the life of the server.
+- `shutdown` while requests are still running answers cleanly (see `lsp_shutdown`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInvalidParams,
@@ -27,6 +30,7 @@ from pygls.exceptions import (
     JsonRpcMethodNotFound,
 )
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,19 @@ class GatewayProtocol(LanguageServerProtocol):
         if linked is not None:
             linked.cancel()
         super()._handle_cancel_notification(msg_id)  # type: ignore[arg-type]
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """Cancel what is still running over a snapshot first: pygls cancels pending requests
+        while iterating over the live table, and a cancelled plain future removes itself from
+        that table inside `cancel()`."""
+        current = self.msg_id
+        for task in list(self._linked.values()):
+            task.cancel()
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        return (yield from super().lsp_shutdown(*args))
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
@@ -117,8 +134,24 @@ class GatewayProtocol(LanguageServerProtocol):
             future.add_done_callback(partial(self._forget_future, msg_id))
 
     def _forget_future(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
+        """Deferred to the loop: a plain future runs this inside `cancel()`, and pygls cancels
+        futures while it iterates over them at shutdown."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._forget_now(msg_id, future)
+        else:
+            loop.call_soon(self._forget_now, msg_id, future)
+
+    def _forget_now(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
         if self._request_futures.get(msg_id) is future:
             del self._request_futures[msg_id]
+
+    def cancel_request(self, msg_id: Any) -> None:
+        """Cancel a request being handled, as a `$/cancelRequest` from the client would."""
+        self._handle_cancel_notification(msg_id)
 
 
 def _is_message_id(value: object) -> bool:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from lsp_server.config import Config
+from lsp_server.loopback import is_loopback
 from lsp_server.server import create_server
 
 log = logging.getLogger(__name__)
@@ -24,15 +24,6 @@ def serve(
     else:
         server.start_io()
     return 0
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _warn_if_exposed(host: str) -> None:

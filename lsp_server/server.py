@@ -469,7 +469,7 @@ class RefactorProgress:
         """Stop the refactor; the request is answered as cancelled, as the protocol asks.
         Cancelling the task alone would leave pygls waiting on it and the editor unanswered."""
         if self._request_id is not None:
-            self._ls.protocol._handle_cancel_notification(self._request_id)  # type: ignore[arg-type]
+            self._ls.protocol.cancel_request(self._request_id)  # type: ignore[arg-type]
         elif self._task is not None:
             self._task.cancel()
 

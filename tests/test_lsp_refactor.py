@@ -496,10 +496,6 @@ async def test_a_sensitive_document_is_refactored_by_the_local_model(
             assert endpoint.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GatewayProtocol forgets request futures while pygls' shutdown iterates over them",
-)
 async def test_shutdown_during_a_refactor_is_clean(tmp_path: Path) -> None:
     behaviour = Behaviour(text=ANSWER, chunk_delay_s=0.5)
     with FakeLLMServer(behaviour) as endpoint:

@@ -50,34 +50,37 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
 class CancellationSafeTransport(httpx.AsyncHTTPTransport):
     """Takes back the pool slot a cancelled request can strand.
 
-    httpcore 1.0 keeps a connection it created for a request that is cancelled before the
-    connection is made: it never connects, never expires and is never handed out again
-    (encode/httpcore#1093). Keystroke traffic cancels most requests, so the slots run out within
-    minutes and every request then fails with PoolTimeout. Such a connection holds no socket;
-    dropping it from the pool is all the cleanup it needs.
+    httpcore 1.0 can keep a connection whose request was cancelled between being given the
+    connection and starting to use it (encode/httpcore#1093): no request holds it, yet it is
+    neither idle nor available nor closed, so it is never handed out or reaped again. Keystroke
+    traffic cancels most requests, so the slots run out within minutes and every request then
+    fails with PoolTimeout. Such connections are closed and dropped from the pool here.
     """
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
             return await super().handle_async_request(request)
         except asyncio.CancelledError:
-            _drop_stranded_connections(self._pool)
+            await _close_stranded_connections(self._pool)
             raise
 
 
-def _drop_stranded_connections(pool: Any) -> None:
+async def _close_stranded_connections(pool: Any) -> None:
     connections = getattr(pool, "_connections", None)
     requests = getattr(pool, "_requests", None)
     if not isinstance(connections, list) or not isinstance(requests, list):
         return
     in_use = {id(getattr(r, "connection", None)) for r in requests}
-    pool._connections = [c for c in connections if id(c) in in_use or not _never_connected(c)]
-
-
-def _never_connected(connection: Any) -> bool:
-    return getattr(connection, "_connection", True) is None and not getattr(
-        connection, "_connect_failed", True
-    )
+    stranded = [
+        c
+        for c in connections
+        if id(c) not in in_use and not (c.is_available() or c.is_idle() or c.is_closed())
+    ]
+    for connection in stranded:
+        connections.remove(connection)
+    for connection in stranded:
+        with contextlib.suppress(Exception):
+            await connection.aclose()
 
 
 def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:

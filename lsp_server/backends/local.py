@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -44,10 +45,9 @@ LocalState = Literal["unloaded", "loading", "ready", "failed", "disabled"]
 
 # Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
 _SPECIAL_TOKENS_ROOM = 4
-
-
-class _Stopped(Exception):
-    """Raised inside llama-cpp-python's sampling loop to end a cancelled chat generation."""
+# A chat answer (a refactor that fell back to this model) is capped: a small CPU model writing
+# thousands of tokens would outlast any deadline.
+LOCAL_CHAT_MAX_TOKENS = 1024
 
 
 _END = object()
@@ -258,8 +258,6 @@ class LocalBackend(Backend):
                 return
             self.generations += 1
             body(job)
-        except _Stopped:
-            pass
         except Exception as exc:
             # A cancelled prompt evaluation ends with an aborted decode; nobody is listening.
             if not job.stop.is_set():
@@ -303,6 +301,7 @@ class LocalBackend(Backend):
     def _run_chat(self, job: _Job, request: ChatRequest) -> None:
         llm = self._require_model()
         previous = list(llm.eval_tokens)
+        eos = llm.token_eos()
 
         prompt_abort = _PromptAbort(llm, job.stop)
 
@@ -312,7 +311,11 @@ class LocalBackend(Backend):
             if job.completion_tokens == 0:
                 self._record_prompt(job, previous, ids.tolist())
             if job.stop.is_set():
-                raise _Stopped
+                # Force end-of-sequence: generation ends cleanly on this token. (Raising here
+                # would be swallowed by the ctypes callback layer and printed to stderr.)
+                scores[:] = -math.inf
+                scores[eos] = 0.0
+                return scores
             self._count_tokens(job, job.completion_tokens + 1)
             return scores
 
@@ -320,7 +323,7 @@ class LocalBackend(Backend):
 
         chunks = llm.create_chat_completion(
             messages=_chat_messages(request.messages, fold_system=self._fold_system_prompt),
-            max_tokens=request.max_tokens,
+            max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
             temperature=request.temperature,
             stop=list(request.stop),
             stream=True,
