@@ -1,4 +1,4 @@
-"""pygls' protocol with four additions.
+"""pygls' protocol with five additions.
 
 - `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
   as inner tasks that a cancel of the outer request does not reach. A command handler links its
@@ -10,6 +10,7 @@
   finish. pygls files them under made-up ids that nothing ever removes, so every `didChange`
   would stay in memory for the life of the server.
 - `shutdown` while requests are still running answers cleanly (see `lsp_shutdown`).
+- Documents split lines the way LSP does (see `documents`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
+
+from lsp_server.documents import LspWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,16 @@ class GatewayProtocol(LanguageServerProtocol):
         if linked is not None:
             linked.cancel()
         super()._handle_cancel_notification(msg_id)  # type: ignore[arg-type]
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        result = yield from super().lsp_initialize(params)
+        # pygls builds a plain Workspace; ours only changes how documents split lines (no
+        # documents exist yet, and it adds no state).
+        self._workspace.__class__ = LspWorkspace
+        return result
 
     @lsp_method(types.SHUTDOWN)
     def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:

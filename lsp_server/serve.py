@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import sys
 
+from lsp_server.bounded_stdin import BoundedStdin
 from lsp_server.config import Config
 from lsp_server.loopback import is_loopback
 from lsp_server.server import create_server
@@ -22,7 +24,7 @@ def serve(
         _warn_if_exposed(ws[0])
         server.start_ws(*ws)
     else:
-        server.start_io()
+        server.start_io(stdin=BoundedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
     return 0
 
 

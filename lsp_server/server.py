@@ -25,6 +25,7 @@ from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.config import Config
 from lsp_server.config_loader import ConfigError
 from lsp_server.config_watch import ConfigWatcher
+from lsp_server.documents import client_units, offset_at
 from lsp_server.lsp_protocol import GatewayProtocol
 from lsp_server.refactor_prompt import READY_INSTRUCTIONS
 from lsp_server.refactor_service import RefactorFailed, RefactorService
@@ -158,7 +159,7 @@ class GatewayServer(LanguageServer):
         document = open_document(self, uri)
         if document is None:
             return None
-        offset = _offset(document, position)
+        offset = offset_at(document, position)
         current = asyncio.current_task()
         previous = self._inflight.get(uri)
         if previous is not None and previous is not current and not previous.done():
@@ -231,15 +232,6 @@ def _client_supports_progress(server: LanguageServer) -> bool:
 def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
     """The open document for `uri`; pygls keys them by the percent-decoded URI."""
     return ls.workspace.text_documents.get(unquote(uri))
-
-
-def _offset(document: TextDocument, position: types.Position) -> int:
-    """A code-point offset for an LSP position, clamped into the document."""
-    lines = document.lines
-    if position.line >= len(lines):
-        return len(document.source)
-    clamped = types.Position(line=max(0, position.line), character=max(0, position.character))
-    return min(document.offset_at_position(clamped), len(document.source))
 
 
 def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer:
@@ -375,7 +367,7 @@ async def run_refactor_command(
     if not isinstance(instruction, str):
         raise ValueError("gatewayLs.refactor: instruction must be a string")
     version = document.version
-    start, end = _offset(document, selection.start), _offset(document, selection.end)
+    start, end = offset_at(document, selection.start), offset_at(document, selection.end)
     progress = RefactorProgress(ls, request_id)
     progress.begin()
     try:
@@ -498,11 +490,13 @@ def _completion_item(
 ) -> types.CompletionItem:
     """The suggestion as a completion item that replaces the word being typed, so clients
     that filter by word (Zed, Neovim) keep showing it while the person types on."""
-    line = document.lines[position.line] if position.line < len(document.lines) else ""
-    before = _utf16_prefix(line, position.character)
-    word = _WORD_AT_END.search(before)
+    cursor = offset_at(document, position)
+    line_start = document.source.rfind("\n", 0, cursor) + 1
+    word = _WORD_AT_END.search(document.source, line_start, cursor)
     typed = word.group(0) if word else ""
-    start = types.Position(line=position.line, character=position.character - _utf16_length(typed))
+    start = types.Position(
+        line=position.line, character=position.character - client_units(document, typed)
+    )
     new_text = typed + suggestion.text
     first_line = new_text.strip().splitlines()[0] if new_text.strip() else new_text
     detail = f"gateway-ls · {suggestion.endpoint or 'cache'}"
@@ -521,15 +515,6 @@ def _completion_item(
         insert_text_format=types.InsertTextFormat.PlainText,
         text_edit=types.TextEdit(range=types.Range(start=start, end=position), new_text=new_text),
     )
-
-
-def _utf16_prefix(line: str, units: int) -> str:
-    encoded = line.encode("utf-16-le")[: max(0, units) * 2]
-    return encoded.decode("utf-16-le", errors="ignore")
-
-
-def _utf16_length(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 def _refactor_action(title: str, argument: dict[str, Any]) -> types.CodeAction:

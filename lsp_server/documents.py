@@ -1,0 +1,72 @@
+"""Documents as LSP sees them.
+
+pygls splits lines with `str.splitlines`, which also breaks at form feeds, `\\x1c`-`\\x1e`,
+`\\x85`, `\\u2028` and `\\u2029`; LSP breaks lines only at `\\n`, `\\r\\n` and `\\r`. A Python file
+with a form feed (the standard library has many) would otherwise put every later position on the
+wrong line. Positions are also clamped here the way LSP asks: a column past the end of a line
+means the end of that line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lsprotocol import types
+from pygls.workspace import TextDocument, Workspace
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def lsp_lines(text: str) -> tuple[str, ...]:
+    """Lines with their endings, split only where LSP splits them."""
+    if not any(mark in text for mark in _OTHER_BREAKS):
+        return tuple(text.splitlines(keepends=True))  # the fast path, and the common one
+    return tuple(_LSP_LINE.findall(text))
+
+
+class LspTextDocument(TextDocument):
+    @property
+    def lines(self) -> Sequence[str]:
+        return lsp_lines(self.source)
+
+
+class LspWorkspace(Workspace):
+    def _create_text_document(
+        self,
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return LspTextDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,
+            position_codec=self._position_codec,
+        )
+
+
+def offset_at(document: TextDocument, position: types.Position) -> int:
+    """The str offset of an LSP position (in the negotiated encoding), clamped into the text."""
+    lines = document.lines
+    if position.line >= len(lines):
+        return len(document.source)
+    line = max(0, position.line)
+    start = sum(len(text) for text in lines[:line])
+    content = lines[line].rstrip("\r\n")
+    codec = document.position_codec
+    units = 0
+    for index, char in enumerate(content):
+        units += codec.client_num_units(char)
+        if units > position.character:
+            return start + index
+    return start + len(content)
+
+
+def client_units(document: TextDocument, text: str) -> int:
+    """How many code units `text` takes in the negotiated position encoding."""
+    return document.position_codec.client_num_units(text)
