@@ -1,7 +1,7 @@
 """The reliability suite as one table: each scenario, what was thrown at the server, what it cost.
 
 Runs the reliability test files under pytest with `GATEWAY_LS_REPORT` naming a JSON-lines file;
-each scenario appends one row there (`tests/support/reliability_rows.py`), and this script prints
+each scenario appends one row there (`tests/support/report.py`), and this script prints
 them: scenario, requests sent, failures survived, bytes leaked, memory growth. A dash is a number
 that does not apply to the scenario. Tests that fail still print their rows if they got that far;
 the exit code is pytest's.
@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from lsp_server.table import render_table
-from tests.support.reliability_rows import REPORT_ENV
+from tests.support.report import REPORT_ENV
 
 RELIABILITY_TESTS = (
     "tests/test_fault_matrix.py",
     "tests/test_storm.py",
     "tests/test_lsp_fuzz.py",
+    "tests/test_privacy_proof.py",
+    "tests/test_config_faults.py",
 )
 HEADERS = ("scenario", "requests sent", "failures survived", "bytes leaked", "memory growth")
 
@@ -44,20 +46,18 @@ def read_rows(report: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def memory(value: int | None) -> str | None:
-    if value is None:
-        return None
-    return f"{value / (1024 * 1024):+.1f} MB"
+def memory(megabytes: float | None) -> str | None:
+    return None if megabytes is None else f"{megabytes:+.1f} MB"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     cells = [
         (
             row["scenario"],
-            row["requests_sent"],
+            row["requests"],
             row["failures_survived"],
             row["bytes_leaked"],
-            memory(row["memory_growth_bytes"]),
+            memory(row["memory_growth_mb"]),
         )
         for row in rows
     ]

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 # (inode, size, mtime_ns, ctime_ns): ctime also moves on chmod, so a fixed permission is seen.
 _Signature = tuple[int, int, int, int]
 _MISSING = "missing"
+_SETTLE_ROUNDS = 5
 
 
 class ConfigWatcher:
@@ -83,6 +84,7 @@ class ConfigWatcher:
         seen = self._signature()
         if seen == self._last_seen:
             return
+        seen = await self._settled(seen)
         self._last_seen = seen
         if isinstance(seen, ConfigError):
             self._report(seen)
@@ -90,6 +92,19 @@ class ConfigWatcher:
             self._file_gone()
         else:
             await self._reload()
+
+    async def _settled(
+        self, seen: _Signature | str | ConfigError
+    ) -> _Signature | str | ConfigError:
+        """Wait until the file stops changing (a few settle periods at most), so a write in
+        progress is not read half-way even when the half happens to be valid TOML."""
+        for _ in range(_SETTLE_ROUNDS):
+            await asyncio.sleep(self._settle_s)
+            again = self._signature()
+            if again == seen:
+                break
+            seen = again
+        return seen
 
     async def _reload(self) -> None:
         try:

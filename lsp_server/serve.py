@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import BinaryIO
 
 from lsp_server.bounded_stdin import BoundedStdin
 from lsp_server.config import Config
@@ -24,8 +26,24 @@ def serve(
         _warn_if_exposed(ws[0])
         server.start_ws(*ws)
     else:
-        server.start_io(stdin=BoundedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
+        server.start_io(
+            stdin=BoundedStdin(sys.stdin.buffer),  # type: ignore[arg-type]
+            stdout=_private_stdout(),
+        )
     return 0
+
+
+def _private_stdout() -> BinaryIO:
+    """The protocol channel on a private copy of stdout, with fd 1 itself sent to stderr.
+
+    Native code in the process writes to fd 1: llama-cpp-python even points fd 1 at /dev/null
+    while it loads a model, which on stdio would swallow the replies sent meanwhile. With the
+    channel on its own descriptor, stray output lands in the log instead.
+    """
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return channel
 
 
 def _warn_if_exposed(host: str) -> None:

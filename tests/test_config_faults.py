@@ -26,9 +26,11 @@ from tests.support.lsp_session import (
     lsp_session,
     open_document,
 )
-from tests.support.report import ServerLog, report_scenario
+from tests.support.report import ServerLog, ServerMemory, report_scenario
 
-ROUTING = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n\n[local]\nenabled = false\n"
+ROUTING = (
+    "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n\n[local]\nenabled = false\n"
+)
 WATCH_POLLS_S = 2.5  # long enough for the watcher (one poll a second) to look twice more
 _documents = itertools.count()
 
@@ -84,6 +86,7 @@ async def test_deleted_file_and_invalid_toml_keep_the_last_good_config(
     path = tmp_path / "config.toml"
     with FakeLLMServer(Behaviour(text="from_old()\n")) as old:
         async with lsp_session(tmp_path, config_text=config_text("old", old)) as client:
+            memory = ServerMemory()
             assert await served_by(client, tmp_path) == "old"
 
             path.unlink()
@@ -98,8 +101,11 @@ async def test_deleted_file_and_invalid_toml_keep_the_last_good_config(
             await asyncio.sleep(WATCH_POLLS_S)
             assert len(errors(client)) == 2
             assert await served_by(client, tmp_path) == "old"
+            growth = memory.growth_mb()
     assert "Traceback" not in log.text
-    report_scenario("config-deleted-and-invalid", requests=4, failures_survived=2)
+    report_scenario(
+        "config-deleted-and-invalid", requests=4, failures_survived=2, memory_growth_mb=growth
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
@@ -107,13 +113,15 @@ async def test_unreadable_file_keeps_the_last_good_config(tmp_path: Path) -> Non
     path = tmp_path / "config.toml"
     with FakeLLMServer(Behaviour(text="from_old()\n")) as old:
         async with lsp_session(tmp_path, config_text=config_text("old", old)) as client:
+            memory = ServerMemory()
             path.chmod(0)
             try:
                 await told_once(client, 0, str(path), "cannot read")
                 assert await served_by(client, tmp_path) == "old"
             finally:
                 path.chmod(0o600)
-    report_scenario("config-unreadable", requests=1, failures_survived=1)
+            growth = memory.growth_mb()
+    report_scenario("config-unreadable", requests=1, failures_survived=1, memory_growth_mb=growth)
 
 
 async def test_a_file_caught_half_written_is_read_once_complete(tmp_path: Path) -> None:
@@ -123,6 +131,7 @@ async def test_a_file_caught_half_written_is_read_once_complete(tmp_path: Path) 
         FakeLLMServer(Behaviour(text="from_b()\n")) as second,
     ):
         async with lsp_session(tmp_path, config_text=config_text("start", first)) as client:
+            memory = ServerMemory()
             assert await served_by(client, tmp_path) == "start"
             # Several rounds, so some land while the watcher looks at the unfinished file.
             rounds = [(f"round{i}", (second, first)[i % 2]) for i in range(3)]
@@ -139,7 +148,10 @@ async def test_a_file_caught_half_written_is_read_once_complete(tmp_path: Path) 
                 assert await until(switched), f"{name} never took effect"
                 assert await served_by(client, tmp_path) == name
             assert errors(client) == []
-    report_scenario("config-half-written", requests=4, failures_survived=len(rounds))
+            growth = memory.growth_mb()
+    report_scenario(
+        "config-half-written", requests=4, failures_survived=len(rounds), memory_growth_mb=growth
+    )
 
 
 async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
@@ -148,6 +160,7 @@ async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
     log = ServerLog(capfd)
     with FakeLLMServer(Behaviour(text="from_old()\n")) as old:
         async with lsp_session(tmp_path, config_text=config_text("old", old)) as client:
+            memory = ServerMemory()
             client.workspace_did_change_configuration(
                 types.DidChangeConfigurationParams(
                     settings={"gatewayLs": {"routing": {"offline": "sometimes"}}}
@@ -169,5 +182,8 @@ async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
             assert await until(applied)
             assert len(errors(client)) == 1
             assert await served_by(client, tmp_path) == "old"
+            growth = memory.growth_mb()
     assert "Traceback" not in log.text
-    report_scenario("config-invalid-setting", requests=2, failures_survived=1)
+    report_scenario(
+        "config-invalid-setting", requests=2, failures_survived=1, memory_growth_mb=growth
+    )

@@ -43,7 +43,7 @@ from tests.support.raw_lsp import (
     frame,
     raw_lsp_server,
 )
-from tests.support.reliability_rows import record_row
+from tests.support.report import report_scenario
 
 pytestmark = pytest.mark.slow
 
@@ -484,10 +484,10 @@ def test_fuzzed_lsp_input_is_answered_and_survived(
         run()
 
     assert tally.messages <= EXAMPLES * MESSAGES_PER_EXAMPLE
-    record_row(
+    report_scenario(
         "fuzzed LSP input",
-        requests_sent=tally.messages,
+        requests=tally.messages,
         failures_survived=tally.malformed,
         bytes_leaked=None,
-        memory_growth_bytes=None,
+        memory_growth_mb=None,
     )

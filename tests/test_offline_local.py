@@ -19,9 +19,10 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from lsp_server.privacy import contains_secret
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
-from tests.support.report import report_scenario
+from tests.support.report import ServerMemory, report_scenario
 
 pytestmark = pytest.mark.model
 
@@ -30,6 +31,7 @@ CONFIG = (
     "[local]\nenabled = true\nn_ctx = 2048\nmax_tokens = 12\n\n"
 )
 MODEL_LOAD_S = 180.0
+REPLY_S = 60.0  # far beyond the deadline: only a reply that never comes takes this long
 PROMPT = "def add(a, b):\n    return "
 _documents = itertools.count()
 
@@ -49,8 +51,12 @@ def planted_aws_key_line() -> str:
 
 
 async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
+    """The status; bounded, so a reply lost while the model loads fails instead of hanging."""
+    return await asyncio.wait_for(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gatewayLs.status")
+        ),
+        REPLY_S,
     )
 
 
@@ -77,7 +83,9 @@ async def keystroke(
     uri = path.as_uri()
     open_document(client, uri, text)
     lines = text.split("\n")
-    result = await inline_completion(client, uri, len(lines) - 1, len(lines[-1]))
+    result = await asyncio.wait_for(
+        inline_completion(client, uri, len(lines) - 1, len(lines[-1])), REPLY_S
+    )
     suggestion = result.items[0].insert_text if result and result.items else ""
     decision = [d for d in (await status(client))["decisions"] if d["uri"] == uri][-1]
     return str(suggestion), decision
@@ -96,13 +104,17 @@ async def test_unreachable_endpoint_falls_back_to_the_local_model(
         assert remote["requests"] == 1 and remote["errors"] == 1
 
         await wait_until_local_ready(client)
+        memory = ServerMemory()  # from here on: the model is in, what remains should not grow
         text, second = await keystroke(client, tmp_path, PROMPT)
         assert second["endpoint"] == "local" and second["reason"] == "offline", second
         assert second["tokens"] > 0 and text
         report = await status(client)
         (remote,) = [e for e in report["endpoints"] if e["name"] == "remote"]
         assert remote["requests"] == 1, "the second keystroke waited on the remote again"
-    report_scenario("offline-local-unreachable", requests=2, failures_survived=1)
+        growth = memory.growth_mb()
+    report_scenario(
+        "offline-local-unreachable", requests=2, failures_survived=1, memory_growth_mb=growth
+    )
 
 
 async def test_sensitive_work_stays_local_and_set_offline_switches(
@@ -116,11 +128,13 @@ async def test_sensitive_work_stays_local_and_set_offline_switches(
             assert control["endpoint"] == "remote" and text == "a + b"
             assert "zqcontrol_marker" in endpoint.received_text()
             await wait_until_local_ready(client)
+            memory = ServerMemory()
 
             requests_before, bytes_before = len(endpoint.requests), endpoint.bytes_received
             dotenv = "# zqdotenv_marker\nAPP_NAME=demo\nAPP_MODE="
             _, env_decision = await keystroke(client, tmp_path, dotenv, name=".env")
             planted = f"# zqplanted_marker\n{planted_aws_key_line()}\n{PROMPT}"
+            assert contains_secret(planted)
             _, planted_decision = await keystroke(client, tmp_path, planted)
             for decision in (env_decision, planted_decision):
                 assert decision["endpoint"] == "local", decision
@@ -134,14 +148,17 @@ async def test_sensitive_work_stays_local_and_set_offline_switches(
             _, held = await keystroke(client, tmp_path, PROMPT)
             assert held["endpoint"] == "local" and held["reason"] == "offline", held
             assert len(endpoint.requests) == requests_before
+            leaked = endpoint.bytes_received - bytes_before
 
             await set_offline(client, "never")
             text, back = await keystroke(client, tmp_path, PROMPT)
             assert back["endpoint"] == "remote" and text == "a + b", back
             assert len(endpoint.requests) == requests_before + 1
+            growth = memory.growth_mb()
     report_scenario(
         "offline-local-sensitive",
         requests=5,
         failures_survived=0,
-        bytes_leaked=endpoint.bytes_received - bytes_before - len(endpoint.requests[-1].body),
+        bytes_leaked=leaked,
+        memory_growth_mb=growth,
     )

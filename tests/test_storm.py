@@ -20,7 +20,7 @@ import pytest
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml
 from tests.support.raw_lsp import REQUEST_CANCELLED, RawLspClient, raw_lsp_server
-from tests.support.reliability_rows import record_row
+from tests.support.report import report_scenario
 
 pytestmark = pytest.mark.slow
 
@@ -194,10 +194,10 @@ async def test_keystroke_storm_with_cancellations(tmp_path: Path) -> None:
             assert body["prompt"] + body["suffix"] == document.text
             assert body["prompt"] == document.text[: document.cursor]
 
-    record_row(
+    report_scenario(
         "keystroke storm (90% cancelled)",
-        requests_sent=len(sent) + 1,
+        requests=len(sent) + 1,
         failures_survived=cancelled_answers,
         bytes_leaked=leaked,
-        memory_growth_bytes=rss_growth,
+        memory_growth_mb=rss_growth / (1024 * 1024),
     )

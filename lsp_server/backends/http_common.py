@@ -83,10 +83,20 @@ async def _close_stranded_connections(pool: Any) -> None:
             await connection.aclose()
 
 
+_TIMEOUT_MESSAGES: dict[type[Exception], str] = {
+    httpx.ConnectTimeout: "no connection within the connect timeout",
+    httpx.ReadTimeout: "no data within timeout_ms",
+    httpx.WriteTimeout: "could not send the request within timeout_ms",
+    httpx.PoolTimeout: "no free connection in the pool",
+}
+
+
 def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:
     """Translate an httpx exception; DNS and refused connections read as 'no network'."""
     if isinstance(exc, httpx.TimeoutException):
-        return BackendError(endpoint, FailureKind.TIMEOUT, type(exc).__name__)
+        return BackendError(
+            endpoint, FailureKind.TIMEOUT, _TIMEOUT_MESSAGES.get(type(exc), "timed out")
+        )
     if isinstance(exc, httpx.ConnectError | httpx.NetworkError):
         return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
     if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):

@@ -25,10 +25,11 @@ def report_scenario(
     *,
     requests: int,
     failures_survived: int,
-    bytes_leaked: int = 0,
-    memory_growth_mb: float = 0.0,
+    bytes_leaked: int | None = 0,
+    memory_growth_mb: float | None = 0.0,
 ) -> None:
-    """Append one row for `scenario` to `$GATEWAY_LS_REPORT`, if it is set."""
+    """Append one row for `scenario` to `$GATEWAY_LS_REPORT`, if it is set (None: the number
+    does not apply to the scenario)."""
     target = os.environ.get(REPORT_ENV)
     if not target:
         return
@@ -37,7 +38,7 @@ def report_scenario(
         "requests": requests,
         "failures_survived": failures_survived,
         "bytes_leaked": bytes_leaked,
-        "memory_growth_mb": round(memory_growth_mb, 2),
+        "memory_growth_mb": None if memory_growth_mb is None else round(memory_growth_mb, 2),
     }
     with Path(target).open("a", encoding="utf-8") as report:
         report.write(json.dumps(row) + "\n")
@@ -81,9 +82,7 @@ class ServerMemory:
 
 def _server_process() -> psutil.Process:
     servers = [
-        child
-        for child in psutil.Process().children(recursive=True)
-        if _is_language_server(child)
+        child for child in psutil.Process().children(recursive=True) if _is_language_server(child)
     ]
     if not servers:
         raise LookupError("no gateway-ls server process is running under this test")
