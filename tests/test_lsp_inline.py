@@ -15,6 +15,7 @@ from tests.support.lsp_session import (
     endpoint_toml,
     eventually,
     inline_completion,
+    insert_text,
     lsp_session,
     open_document,
 )
@@ -123,20 +124,7 @@ async def test_typing_into_a_suggestion_is_served_from_the_cache(tmp_path: Path)
             open_document(client, uri, "def add(a, b):\n    \n")
             await inline_completion(client, uri, 1, 4)
             sent = len(completion_bodies(endpoint))
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                    content_changes=[
-                        types.TextDocumentContentChangePartial(
-                            range=types.Range(
-                                start=types.Position(line=1, character=4),
-                                end=types.Position(line=1, character=4),
-                            ),
-                            text="ret",
-                        )
-                    ],
-                )
-            )
+            insert_text(client, uri, version=2, line=1, character=4, text="ret")
             result = await inline_completion(client, uri, 1, 7)
             assert result is not None and result.items[0].insert_text == "urn a + b"
             assert len(completion_bodies(endpoint)) == sent

@@ -24,7 +24,13 @@ from tests.support.edit_client import (
     text_edits_for,
 )
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, eventually, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    eventually,
+    insert_text,
+    lsp_session,
+    open_document,
+)
 
 LOCAL_OFF = "[local]\nenabled = false\n"
 REFACTOR_ROLE = '["refactor"]'
@@ -440,19 +446,8 @@ async def test_a_document_changed_during_the_refactor_is_left_alone(tmp_path: Pa
             open_document(client, uri, CIRCLE)
             running = asyncio.ensure_future(refactor(client, uri))
             assert await endpoint.wait_for_async(lambda s: s.open_streams >= 1)
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                    content_changes=[
-                        types.TextDocumentContentChangePartial(
-                            range=types.Range(
-                                start=types.Position(line=12, character=0),
-                                end=types.Position(line=12, character=0),
-                            ),
-                            text="        # typed meanwhile\n",
-                        )
-                    ],
-                )
+            insert_text(
+                client, uri, version=2, line=12, character=0, text="        # typed meanwhile\n"
             )
 
             result = await running

@@ -112,3 +112,20 @@ async def eventually(predicate: Callable[[], bool], timeout_s: float = 10.0) -> 
             return False
         await asyncio.sleep(0.02)
     return True
+
+
+def insert_text(
+    client: LanguageClient, uri: str, *, version: int, line: int, character: int, text: str
+) -> None:
+    """Type `text` at a position, as an incremental `didChange`."""
+    at = types.Position(line=line, character=character)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=at, end=at), text=text
+                )
+            ],
+        )
+    )
