@@ -27,8 +27,8 @@ class CircuitBreaker:
         error_rate_to_open: float = 0.5,
         window: int = 20,
         min_samples: int = 10,
-        base_backoff_s: float = 2.0,
-        max_backoff_s: float = 60.0,
+        base_backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._threshold = consecutive_failures_to_open

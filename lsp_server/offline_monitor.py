@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-
-import httpx
+from typing import TYPE_CHECKING
 
 from lsp_server.backends.base import BackendError
 from lsp_server.config import EndpointConfig, OfflineMode
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ class OfflineMonitor:
             self._probe_task = asyncio.get_running_loop().create_task(self._probe_loop())
 
     async def _probe_loop(self) -> None:
+        import httpx  # only once a remote has failed, not at every start
+
         delay = PROBE_FIRST_DELAY_S
         async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
             while self._detected:
@@ -103,6 +107,8 @@ class OfflineMonitor:
 
 async def _answers(client: httpx.AsyncClient, remote: EndpointConfig) -> bool:
     """Any HTTP answer, even 401 or 404, proves the network path works."""
+    import httpx
+
     url = remote.base_url.rstrip("/") + "/models"
     with contextlib.suppress(httpx.HTTPError):
         await client.get(url)

@@ -184,7 +184,7 @@ class Router:
         if len(stats.recent_first_token_ms) < ADAPTIVE_HEDGE_MIN_SAMPLES:
             return configured
         p90 = stats.first_token_percentile(0.9) or configured
-        return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90 * 1.25))
+        return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90))
 
     def _hedge_budget_left(self) -> bool:
         allowance = self.config.routing.max_hedge_ratio * self.inline_requests + HEDGE_BURST

@@ -159,6 +159,8 @@ async def test_ranking_follows_expected_latency_inflated_by_error_rate() -> None
 
     for _ in range(30):  # the flaky one recovers: its lower latency wins again
         stats["flaky"].record_success(first_token_ms=None, total_ms=100.0, tokens=1, won=True)
+        # (the stand-in answered the request above at once; keep "steady" at its 200 ms)
+        stats["steady"].record_success(first_token_ms=None, total_ms=200.0, tokens=1, won=True)
     calls.clear()
     await router.inline(REQUEST)
     assert calls == ["flaky"]

@@ -1,13 +1,14 @@
-"""Which class serves which `kind` of endpoint: adding a provider is configuration, not code."""
+"""Which class serves which `kind` of endpoint: adding a provider is configuration, not code.
+
+The backend modules are imported on first use: the HTTP stack and llama.cpp are not needed to
+answer `initialize`, and an editor waits for that answer before it shows anything.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from lsp_server.backends.anthropic import AnthropicBackend
 from lsp_server.backends.base import Backend
-from lsp_server.backends.local import LocalBackend
-from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config import EndpointConfig, LocalConfig
 
 ProgressCallback = Callable[[str, float | None], None]
@@ -15,12 +16,18 @@ ProgressCallback = Callable[[str, float | None], None]
 
 def remote_backend(config: EndpointConfig) -> Backend:
     if config.kind == "anthropic":
+        from lsp_server.backends.anthropic import AnthropicBackend
+
         return AnthropicBackend(config)
+    from lsp_server.backends.openai_compat import OpenAICompatibleBackend
+
     return OpenAICompatibleBackend(config)  # "openai" and "ollama" (Ollama's /v1 API)
 
 
 def local_backend_factory(on_progress: ProgressCallback | None) -> Callable[[LocalConfig], Backend]:
     def make(config: LocalConfig) -> Backend:
+        from lsp_server.backends.local import LocalBackend
+
         return LocalBackend(config, on_progress=on_progress)
 
     return make
