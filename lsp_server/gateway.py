@@ -232,6 +232,11 @@ class _Gateway:
         error event instead of restarting on the next endpoint.
         """
         pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        serving = [AUTO_MODEL]  # the endpoint being asked; the one whose text streams out
+
+        def asking(endpoint: str) -> None:
+            serving[0] = endpoint
+
         work = asyncio.create_task(
             self.router.refactor(
                 chat,
@@ -239,6 +244,7 @@ class _Gateway:
                 local_only=privacy.local_only,
                 pinned=pinned,
                 on_text=pieces.put_nowait,
+                on_attempt=asking,
                 restart_after_text=False,
             )
         )
@@ -260,10 +266,11 @@ class _Gateway:
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                yield sse_event(chat_chunk(ids, AUTO_MODEL, {"role": "assistant", "content": ""}))
+                model = serving[0]
+                yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
                 piece = first
                 while piece is not None:
-                    yield sse_event(chat_chunk(ids, AUTO_MODEL, {"content": piece}))
+                    yield sse_event(chat_chunk(ids, model, {"content": piece}))
                     piece = await pieces.get()
                 try:
                     routed = work.result()
@@ -283,7 +290,8 @@ class _Gateway:
         async def stop_upstream() -> None:
             work.cancel()  # the client left, possibly before the stream started: stop the call
 
-        return _event_stream(events(), {}, background=BackgroundTask(stop_upstream))
+        headers = {ENDPOINT_HEADER: serving[0]}
+        return _event_stream(events(), headers, background=BackgroundTask(stop_upstream))
 
     # -- routing inputs -------------------------------------------------------------------
 

@@ -298,11 +298,13 @@ class Router:
         local_only: str | None = None,
         pinned: str | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
         restart_after_text: bool = True,
     ) -> Routed:
         """Ask the reasoning endpoints in turn (then the local model) under the long deadline.
 
-        `on_text` sees each streamed chunk. A failed attempt's text is dropped and the next
+        `on_attempt` hears the name of each endpoint as it is asked, `on_text` each streamed
+        chunk. A failed attempt's text is dropped and the next
         endpoint starts from scratch, unless `restart_after_text` is false and some text was
         already passed on (a caller streaming to its own client cannot take it back).
         Raises `RoutingFailed` when none answers.
@@ -336,6 +338,8 @@ class Router:
                 break
             usage = Usage()
             attempt_started = time.monotonic()
+            if on_attempt is not None:
+                on_attempt(endpoint.name)
             try:
                 text = await asyncio.wait_for(
                     _collect(endpoint, request, usage, forward), timeout=remaining

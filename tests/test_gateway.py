@@ -267,6 +267,8 @@ def test_streaming_chat(gateway: Gateway) -> None:
     assert content in (FAST_TEXT, SLOW_TEXT)
     assert len(finals) == 1 and finals[0].choices[0].finish_reason == "stop"
     assert finals[0].model in ("fast", "slow")
+    assert {c.model for c in chunks} == {finals[0].model}  # every chunk names who is writing
+    assert content == (SLOW_TEXT if finals[0].model == "slow" else FAST_TEXT)
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
 
 
