@@ -61,20 +61,32 @@ def parse_host_port(value: str, *, default_host: str = "127.0.0.1") -> tuple[str
     return host, port
 
 
-def _parser() -> argparse.ArgumentParser:
+def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
+    """`--config` and `--log-level`, accepted before and after the command. After it they must
+    not default, or argparse would overwrite a value given before it with the default."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="PATH", help="configuration file (TOML)")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=None if defaults else argparse.SUPPRESS,
+        help="configuration file (TOML)",
+    )
     common.add_argument(
         "--log-level",
-        default="warning",
+        default="warning" if defaults else argparse.SUPPRESS,
         choices=["debug", "info", "warning", "error"],
         help="log level on stderr (default: warning)",
     )
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gateway-ls",
         description="A language server that routes code suggestions to the fastest model.",
-        parents=[common],
+        parents=[_common_options(defaults=True)],
     )
+    common = _common_options(defaults=False)
     parser.add_argument("--version", action="version", version=f"gateway-ls {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
