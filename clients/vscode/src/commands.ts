@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 
 import type { GatewayServer } from "./server";
 import { OFFLINE_MODES, type OfflineMode } from "./status";
+import { askInstruction } from "./instructions";
 import type { StatusPoller } from "./statusPoller";
 
 /** Commands the server executes (`workspace/executeCommand`). */
@@ -11,15 +12,6 @@ export const SERVER_COMMANDS = {
   setOffline: "gatewayLs.setOffline",
   status: "gatewayLs.status",
 } as const;
-
-const INSTRUCTION_PRESETS = [
-  "extract function",
-  "add type hints",
-  "simplify",
-  "add docstrings",
-  "handle errors",
-  "make it idiomatic",
-];
 
 const OFFLINE_DESCRIPTIONS: Readonly<Record<OfflineMode, string>> = {
   auto: "use the network while it answers, the local model when it does not",
@@ -45,31 +37,6 @@ export async function refactorSelection(server: GatewayServer): Promise<void> {
       instruction,
     },
   ]);
-}
-
-/** A quick pick of common instructions that also takes whatever the user types. */
-function askInstruction(): Promise<string | undefined> {
-  const presets = INSTRUCTION_PRESETS.map((label) => ({ label }));
-  const pick = vscode.window.createQuickPick();
-  pick.title = "Refactor selection";
-  pick.placeholder = "Describe the change, or pick one";
-  pick.items = presets;
-  return new Promise((resolve) => {
-    pick.onDidChangeValue((value) => {
-      const typed = value.trim();
-      pick.items =
-        typed && !INSTRUCTION_PRESETS.includes(typed) ? [{ label: typed }, ...presets] : presets;
-    });
-    pick.onDidAccept(() => {
-      resolve(pick.selectedItems[0]?.label ?? (pick.value.trim() || undefined));
-      pick.hide();
-    });
-    pick.onDidHide(() => {
-      resolve(undefined);
-      pick.dispose();
-    });
-    pick.show();
-  });
 }
 
 export async function toggleOffline(server: GatewayServer, poller: StatusPoller): Promise<void> {

@@ -18,7 +18,11 @@ import {
   launchSettings,
   SECTION,
 } from "./settings";
+import { withInstruction } from "./instructions";
 import { firstWorkspaceFolder, readUserSettings } from "./userSettings";
+
+/** The server command behind its refactor code actions (see commands.ts). */
+const REFACTOR_COMMAND = "gatewayLs.refactor";
 
 const STOP_TIMEOUT_MS = 2000;
 
@@ -122,6 +126,13 @@ export class GatewayServer implements vscode.Disposable {
       initializationOptions: () => initializationOptions(readUserSettings()),
       outputChannel: this.output,
       middleware: {
+        executeCommand: async (command, args, next) => {
+          if (command !== REFACTOR_COMMAND) {
+            return next(command, args);
+          }
+          const completed = await withInstruction(args);
+          return completed ? next(command, completed) : undefined;
+        },
         provideInlineCompletionItems: async (document, position, context, token, next) => {
           const result = await next(document, position, context, token);
           this.onInlineCompletion();
