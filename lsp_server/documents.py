@@ -27,9 +27,18 @@ def lsp_lines(text: str) -> tuple[str, ...]:
 
 
 class LspTextDocument(TextDocument):
+    """Also remembers its lines until the text changes: a keystroke's didChange and the
+    inline request after it would otherwise split the whole document twice."""
+
+    _lines_of: str | None = None
+    _lines: tuple[str, ...] = ()
+
     @property
     def lines(self) -> Sequence[str]:
-        return lsp_lines(self.source)
+        source = self.source
+        if source is not self._lines_of:
+            self._lines, self._lines_of = lsp_lines(source), source
+        return self._lines
 
 
 class LspWorkspace(Workspace):

@@ -42,10 +42,6 @@ class OfflineMonitor:
             return True
         return self.mode == "auto" and self._detected
 
-    @property
-    def detected(self) -> bool:
-        return self._detected
-
     def set_mode(self, mode: OfflineMode) -> None:
         self.mode = mode
         if mode != "auto":

@@ -20,6 +20,7 @@ from typing import Any
 from lsp_server.backends.base import BackendError, ChatRequest, CompletionRequest, Usage
 from lsp_server.circuit_breaker import BreakerState
 from lsp_server.config import Config, OfflineMode
+from lsp_server.config_loader import config_to_dict
 from lsp_server.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.inline_race import Attempt, InlineRace, RaceOutcome
@@ -409,7 +410,9 @@ class Router:
                 "state": getattr(local_backend, "state", "disabled"),
                 "model": str(getattr(local_backend, "model_path", "") or ""),
                 "error": getattr(local_backend, "load_error", None),
+                "fim": getattr(local_backend, "fim_supported", None),
             },
+            "config": config_to_dict(self.config),
             "inline_requests": self.inline_requests,
             "hedged_requests": self.hedged_requests,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],

@@ -13,6 +13,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
@@ -23,7 +24,7 @@ from pygls.workspace import TextDocument
 from lsp_server import __version__
 from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.config import Config
-from lsp_server.config_loader import ConfigError
+from lsp_server.config_loader import ConfigError, missing_api_keys
 from lsp_server.config_watch import ConfigWatcher
 from lsp_server.documents import client_units, offset_at
 from lsp_server.lsp_protocol import GatewayProtocol
@@ -45,6 +46,13 @@ OFFLINE_MODES = ("auto", "always", "never")
 _WORD_AT_END = re.compile(r"\w+$")
 
 
+@dataclass(frozen=True, slots=True)
+class Services:
+    router: Router
+    suggestions: SuggestionService
+    refactors: RefactorService
+
+
 class GatewayServer(LanguageServer):
     def __init__(self, config: Config, *, watch_config: bool = True) -> None:
         super().__init__(
@@ -56,9 +64,7 @@ class GatewayServer(LanguageServer):
         self.settings = Settings(config)
         self._watch_config = watch_config
         self._watcher: ConfigWatcher | None = None
-        self._router: Router | None = None
-        self._suggestions: SuggestionService | None = None
-        self._refactors: RefactorService | None = None
+        self._services: Services | None = None
         self._inflight: dict[str, asyncio.Task[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
@@ -67,35 +73,35 @@ class GatewayServer(LanguageServer):
     # -- services, built once the event loop runs -----------------------------------------
 
     @property
-    def router(self) -> Router:
-        if self._router is None:
+    def services(self) -> Services:
+        if self._services is None:
             self._loop = asyncio.get_running_loop()
-            self._router = Router(
+            router = Router(
                 self.settings.effective,
                 remote_factory=remote_backend,
                 local_factory=local_backend_factory(self._on_model_progress),
             )
-            self._suggestions = SuggestionService(self._router)
-            self._refactors = RefactorService(self._router, self._suggestions)
-        return self._router
+            suggestions = SuggestionService(router)
+            self._services = Services(router, suggestions, RefactorService(router, suggestions))
+        return self._services
+
+    @property
+    def router(self) -> Router:
+        return self.services.router
 
     @property
     def suggestions(self) -> SuggestionService:
-        self.router  # noqa: B018 - builds the services on first use
-        assert self._suggestions is not None
-        return self._suggestions
+        return self.services.suggestions
 
     @property
     def refactors(self) -> RefactorService:
-        self.router  # noqa: B018
-        assert self._refactors is not None
-        return self._refactors
+        return self.services.refactors
 
     def apply_config(self, config: Config) -> None:
-        if self._router is not None:
-            self._router.reconfigure(config)
+        if self._services is not None:
+            self._services.router.reconfigure(config)
             if config.routing.offline == "always":
-                self._router.set_offline("always")
+                self._services.router.set_offline("always")
 
     # -- configuration --------------------------------------------------------------------
 
@@ -148,10 +154,17 @@ class GatewayServer(LanguageServer):
             await self._publisher.stop()
         if self._watcher is not None:
             await self._watcher.stop()
-        if self._router is not None:
-            await self._router.aclose()
+        if self._services is not None:
+            await self._services.router.aclose()
 
     # -- inline suggestions ---------------------------------------------------------------
+
+    def forget_document(self, uri: str) -> None:
+        task = self._inflight.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        if self._services is not None:
+            self._services.suggestions.forget(uri)
 
     async def suggest_at(
         self, uri: str, position: types.Position
@@ -186,6 +199,23 @@ class GatewayServer(LanguageServer):
             "tasks": len(asyncio.all_tasks()),
         }
 
+    # -- what the person should know -------------------------------------------------------
+
+    def warn_missing_keys(self) -> None:
+        for endpoint, variable in missing_api_keys(self.settings.effective):
+            message = (
+                f"gateway-ls: endpoint {endpoint}: environment variable {variable} is not set; "
+                "its requests fail until it is"
+            )
+            log.warning("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+
+    def _local_model_failed(self) -> bool:
+        local = self._services.router.pool.local if self._services is not None else None
+        return local is not None and getattr(local.backend, "state", "") == "failed"
+
     # -- local model loading progress -----------------------------------------------------
 
     def _on_model_progress(self, message: str, fraction: float | None) -> None:
@@ -197,6 +227,13 @@ class GatewayServer(LanguageServer):
     def _report_model_progress(self, message: str, fraction: float | None) -> None:
         percentage = None if fraction is None else int(fraction * 100)
         done = fraction is not None and fraction >= 1.0
+        if done and self._local_model_failed():
+            log.error("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"gateway-ls: {message}"
+                )
+            )
         if not _client_supports_progress(self):
             return
         if self._load_progress_token is None:
@@ -254,6 +291,7 @@ def register_features(server: GatewayServer) -> None:
             router.set_offline("always")
         await ls.start_watching()
         ls.start_publishing()
+        ls.warn_missing_keys()
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: GatewayServer, params: None) -> None:
@@ -267,18 +305,9 @@ def register_features(server: GatewayServer) -> None:
         if isinstance(settings, Mapping) and SETTINGS_KEY in settings:
             ls.apply_overrides(settings[SETTINGS_KEY], origin="workspace/didChangeConfiguration")
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: GatewayServer, params: types.DidChangeTextDocumentParams) -> None:
-        """Sync itself is pygls'; nothing to do beyond it (the cache is keyed on text)."""
-
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GatewayServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        task = ls._inflight.pop(uri, None)
-        if task is not None:
-            task.cancel()
-        if ls._suggestions is not None:
-            ls._suggestions.forget(uri)
+        ls.forget_document(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(

@@ -238,3 +238,32 @@ async def test_set_offline_always_keeps_everything_home(tmp_path: Path) -> None:
                 await client.workspace_execute_command_async(
                     types.ExecuteCommandParams(command="gatewayLs.setOffline", arguments=["sky"])
                 )
+
+
+async def test_a_missing_api_key_variable_is_reported_once_by_name(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text="x\n")) as endpoint:
+        config = config_for(("fast", endpoint)) + 'api_key_env = "GATEWAY_LS_NEVER_SET"\n'
+        async with lsp_session(tmp_path, config_text=config) as client:
+            assert await eventually(lambda: bool(client.messages))
+            (message,) = client.messages
+            assert message.type == types.MessageType.Warning
+            assert "fast" in message.message and "GATEWAY_LS_NEVER_SET" in message.message
+
+
+async def test_a_broken_local_model_file_is_reported_by_name(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model at all")
+    config = f'[routing]\noffline = "always"\n\n[local]\nmodel_path = "{broken}"\n'
+    async with lsp_session(tmp_path, config_text=config) as client:
+        assert await eventually(lambda: bool(client.messages))
+        error = client.messages[-1]
+        assert error.type == types.MessageType.Error
+        assert "broken.gguf" in error.message
+        status = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gatewayLs.status")
+        )
+        assert status["local"]["state"] == "failed"
+        uri = (tmp_path / "a.py").as_uri()
+        open_document(client, uri, "x = \n")
+        result = await inline_completion(client, uri, 0, 4)
+        assert result is not None and not result.items  # nothing to serve it, and no crash
