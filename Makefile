@@ -33,7 +33,7 @@ lint: setup
 
 test-vscode:
 	@if command -v npm >/dev/null 2>&1; then \
-		cd clients/vscode && npm ci --no-audit --no-fund && npm run typecheck && npm run compile && npm test; \
+		cd clients/vscode && npm ci --no-audit --no-fund && npm run typecheck && npm run compile && npm test && npm run package; \
 	else \
 		echo "npm not found: skipping the VS Code extension's tests" >&2; \
 	fi
