@@ -7,6 +7,7 @@ A request is local-only when its document matches one of `routing.sensitive_glob
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -19,6 +20,7 @@ from lsp_server.secret_rules import SecretFinding, contains_secret, find_secrets
 __all__ = [
     "PrivacyVerdict",
     "SecretFinding",
+    "SecretMemo",
     "SensitivityPolicy",
     "classify",
     "contains_secret",
@@ -98,15 +100,76 @@ class PrivacyVerdict:
 _SHAREABLE = PrivacyVerdict(local_only=False)
 
 
+# The one rule whose match spans lines (`-----BEGIN … PRIVATE KEY-----` and its body).
+MULTI_LINE_MARKER = "PRIVATE KEY"
+
+
+class SecretMemo:
+    """Secret scanning for keystroke after keystroke in one document.
+
+    Between two keystrokes only the cursor's line changes; the lines before and after it are
+    the same text again. Their verdicts are remembered by value (a dictionary lookup hashes the
+    text, much cheaper than scanning it), so a keystroke rescans one line. Every rule but the
+    private key block looks within one line, so scanning the three parts apart finds what
+    scanning them together would; a prompt with a key block in it is scanned whole.
+    """
+
+    def __init__(self, capacity: int = 32) -> None:
+        self._capacity = capacity
+        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
+
+    def first_secret_kind(self, prefix: str, suffix: str) -> str | None:
+        width = len(MULTI_LINE_MARKER)
+        at_cursor = prefix[-width:] + suffix[:width]
+        if (
+            MULTI_LINE_MARKER in prefix
+            or MULTI_LINE_MARKER in suffix
+            or MULTI_LINE_MARKER in at_cursor
+        ):
+            # A private key block spans lines: judge the whole prompt at once.
+            finding = first_secret(prefix + suffix)
+            return finding.kind if finding is not None else None
+        head, _, line_start = prefix.rpartition("\n")
+        line_end, _, tail = suffix.partition("\n")
+        current = first_secret(line_start + line_end)
+        if current is not None:
+            return current.kind
+        return self._remembered(head) or self._remembered(tail)
+
+    def _remembered(self, text: str) -> str | None:
+        if not text:
+            return None
+        if text in self._verdicts:
+            self._verdicts.move_to_end(text)
+            return self._verdicts[text]
+        finding = first_secret(text)
+        kind = finding.kind if finding is not None else None
+        self._verdicts[text] = kind
+        if len(self._verdicts) > self._capacity:
+            self._verdicts.popitem(last=False)
+        return kind
+
+
 def classify(
-    policy: SensitivityPolicy, path_or_uri: str, prompt_text: str, *, redact_secrets: bool
+    policy: SensitivityPolicy,
+    path_or_uri: str,
+    prefix: str,
+    suffix: str = "",
+    *,
+    redact_secrets: bool,
+    memo: SecretMemo | None = None,
 ) -> PrivacyVerdict:
-    """The privacy verdict for a request about `path_or_uri` whose prompt is `prompt_text`."""
+    """The privacy verdict for a request about `path_or_uri` whose prompt is `prefix` and
+    `suffix` around the cursor (or the whole prompt as `prefix`)."""
     matched_glob = policy.matching_glob(path_or_uri)
     if matched_glob is not None:
         return PrivacyVerdict(local_only=True, reason="sensitive-path", detail=matched_glob)
     if redact_secrets:
-        secret = first_secret(prompt_text)
-        if secret is not None:
-            return PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail=secret.kind)
+        if memo is not None:
+            kind = memo.first_secret_kind(prefix, suffix)
+        else:
+            finding = first_secret(prefix + suffix)
+            kind = finding.kind if finding is not None else None
+        if kind is not None:
+            return PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail=kind)
     return _SHAREABLE

@@ -6,14 +6,17 @@ and post-processing, and knows nothing of the protocol that asked.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from lsp_server.completion_cache import CompletionCache
 from lsp_server.endpoint_pool import LOCAL_NAME
 from lsp_server.postprocess import clean_suggestion
-from lsp_server.privacy import SensitivityPolicy, classify
+from lsp_server.privacy import SecretMemo, SensitivityPolicy, classify
 from lsp_server.prompt import build_completion_request
 from lsp_server.router import Router
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,22 +34,32 @@ class SuggestionService:
         self.cache = cache or CompletionCache()
         self._policy = SensitivityPolicy(router.config.routing.sensitive_globs)
         self._globs = router.config.routing.sensitive_globs
+        self._memos: dict[str, SecretMemo] = {}
 
-    def local_only_reason(self, uri: str, prompt_text: str) -> str | None:
+    def local_only_reason(self, uri: str, prefix: str, suffix: str = "") -> str | None:
+        """Why a request must stay on this machine ("sensitive"), or None if it may leave."""
         routing = self.router.config.routing
         if routing.sensitive_globs != self._globs:
             self._policy = SensitivityPolicy(routing.sensitive_globs)
             self._globs = routing.sensitive_globs
-        verdict = classify(self._policy, uri, prompt_text, redact_secrets=routing.redact_secrets)
+        verdict = classify(
+            self._policy,
+            uri,
+            prefix,
+            suffix,
+            redact_secrets=routing.redact_secrets,
+            memo=self._memos.setdefault(uri, SecretMemo()),
+        )
         if not verdict.local_only:
             return None
+        log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
         return "sensitive"
 
     async def suggest(self, *, uri: str, text: str, offset: int, language: str) -> Suggestion:
         request = build_completion_request(
             text, offset, language=language, path=uri, max_tokens=self._max_tokens()
         )
-        local_only = self.local_only_reason(uri, request.prefix + request.suffix)
+        local_only = self.local_only_reason(uri, request.prefix, request.suffix)
         cached = self.cache.get(uri, request.prefix, request.suffix)
         if cached is not None and (local_only is None or cached.source == LOCAL_NAME):
             return Suggestion(cached.text, cached.source, "cache", 0.0, from_cache=True)
@@ -58,6 +71,7 @@ class SuggestionService:
 
     def forget(self, uri: str) -> None:
         self.cache.invalidate(uri)
+        self._memos.pop(uri, None)
 
     def _max_tokens(self) -> int:
         config = self.router.config

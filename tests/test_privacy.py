@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from lsp_server.config import DEFAULT_SENSITIVE_GLOBS
 from lsp_server.privacy import (
+    SecretMemo,
     SensitivityPolicy,
     classify,
     contains_secret,
@@ -371,3 +372,50 @@ def test_classify_clean_code_is_shareable_and_the_path_reason_comes_first() -> N
     assert (clean.local_only, clean.reason, clean.detail) == (False, None, None)
     both = classify(DEFAULT_POLICY, "/p/.env", f"K={AWS_KEY_ID}", redact_secrets=True)
     assert both.reason == "sensitive-path"
+
+
+SURROUNDING_CODE = textwrap.dedent(
+    """\
+    import os
+
+
+    def connect(host: str) -> None:
+        timeout = 30
+    """
+)
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES)
+def test_the_memo_finds_a_secret_from_every_cursor_position(
+    kind: str, text: str, secret: str | None
+) -> None:
+    document = SURROUNDING_CODE + text + "\n" + SURROUNDING_CODE
+    memo = SecretMemo()  # one memo for the whole walk, as across keystrokes in one document
+    for cursor in range(0, len(document) + 1, 7):
+        prefix, suffix = document[:cursor], document[cursor:]
+        assert memo.first_secret_kind(prefix, suffix) == kind, cursor
+    del secret
+
+
+def test_the_memo_remembers_clean_text_and_sees_a_secret_typed_into_it() -> None:
+    memo = SecretMemo(capacity=4)
+    prefix, suffix = SURROUNDING_CODE * 20 + "    x = ", "\n" + SURROUNDING_CODE * 20
+    assert memo.first_secret_kind(prefix, suffix) is None
+    assert memo.first_secret_kind(prefix + "1", suffix) is None  # a keystroke
+    typed = f'password = "{DB_PASSWORD}"'
+    assert memo.first_secret_kind(prefix + typed, suffix) == "password-assignment"
+    for _ in range(10):  # capacity bounds what is remembered
+        memo.first_secret_kind(prefix + "\n" + SURROUNDING_CODE, suffix + "\n# more")
+        suffix += "\n# more"
+    assert len(memo._verdicts) <= 4
+
+
+def test_classify_with_a_memo_agrees_with_classify_without() -> None:
+    policy = SensitivityPolicy([])
+    for _kind, text, _secret in POSITIVES:
+        middle = len(text) // 2
+        with_memo = classify(
+            policy, "/p/a.py", text[:middle], text[middle:], redact_secrets=True, memo=SecretMemo()
+        )
+        without = classify(policy, "/p/a.py", text, redact_secrets=True)
+        assert with_memo == without
