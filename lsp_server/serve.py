@@ -7,10 +7,10 @@ import os
 import sys
 from typing import BinaryIO
 
-from lsp_server.bounded_stdin import BoundedStdin
 from lsp_server.config import Config
 from lsp_server.loopback import is_loopback
 from lsp_server.server import create_server
+from lsp_server.stdio_transport import serve_stdio
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +26,7 @@ def serve(
         _warn_if_exposed(ws[0])
         server.start_ws(*ws)
     else:
-        server.start_io(
-            stdin=BoundedStdin(sys.stdin.buffer),  # type: ignore[arg-type]
-            stdout=_private_stdout(),
-        )
+        serve_stdio(server, sys.stdin.buffer, _private_stdout())
     return 0
 
 
