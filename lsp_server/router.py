@@ -65,6 +65,7 @@ class Router:
         self.inline_requests = 0
         self.hedged_requests = 0
         self._last_explore_at = 0.0
+        self._warm_up()
 
     # -- configuration -----------------------------------------------------------------
 
@@ -73,11 +74,21 @@ class Router:
         self.pool.apply(config)
         self.offline.set_mode(config.routing.offline)
         self.offline.set_remotes(self._inline_remote_configs())
+        self._warm_up()
 
     def set_offline(self, mode: OfflineMode) -> None:
         self.offline.set_mode(mode)
-        if mode == "always" and self.pool.local is not None:
-            _start_loading(self.pool.local)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Start loading the local model now when it will serve every keystroke (offline
+        "always", or no remote inline endpoint), so the first keystroke finds it ready."""
+        local = self.pool.local
+        if local is not None and (self.offline.mode == "always" or not self._has_remote_inline()):
+            _start_loading(local)
+
+    def _has_remote_inline(self) -> bool:
+        return any("inline" in _roles(e) for e in self.pool.remotes.values())
 
     def _inline_remote_configs(self) -> tuple[Any, ...]:
         return self.config.endpoints_with_role("inline")

@@ -72,6 +72,10 @@ class GatewayServer(LanguageServer):
 
     # -- services, built once the event loop runs -----------------------------------------
 
+    def start_services(self) -> None:
+        """Build the router now; it starts loading a local model every keystroke will need."""
+        self._services = self.services
+
     @property
     def services(self) -> Services:
         if self._services is None:
@@ -100,8 +104,6 @@ class GatewayServer(LanguageServer):
     def apply_config(self, config: Config) -> None:
         if self._services is not None:
             self._services.router.reconfigure(config)
-            if config.routing.offline == "always":
-                self._services.router.set_offline("always")
 
     # -- configuration --------------------------------------------------------------------
 
@@ -286,9 +288,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GatewayServer, params: types.InitializedParams) -> None:
-        router = ls.router
-        if ls.settings.effective.routing.offline == "always":
-            router.set_offline("always")
+        ls.start_services()
         await ls.start_watching()
         ls.start_publishing()
         ls.warn_missing_keys()

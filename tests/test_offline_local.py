@@ -162,3 +162,15 @@ async def test_sensitive_work_stays_local_and_set_offline_switches(
         bytes_leaked=leaked,
         memory_growth_mb=growth,
     )
+
+
+async def test_with_no_remote_endpoint_the_model_loads_at_start(
+    tmp_path: Path, bundled_model_path: Path
+) -> None:
+    async with lsp_session(tmp_path, config_text=CONFIG) as client:
+        first = (await status(client))["local"]["state"]
+        assert first in ("loading", "ready")  # started at initialisation, before any request
+        await wait_until_local_ready(client)
+        text, decision = await keystroke(client, tmp_path, PROMPT)
+        assert decision["endpoint"] == "local" and decision["reason"] == "fastest"
+        assert text
