@@ -23,6 +23,7 @@ from pygls.workspace import TextDocument
 
 from lsp_server import __version__
 from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.cli_progress import StderrProgress
 from lsp_server.config import Config
 from lsp_server.config_loader import ConfigError, missing_api_keys
 from lsp_server.config_watch import ConfigWatcher
@@ -69,6 +70,7 @@ class GatewayServer(LanguageServer):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
         self._publisher: StatusPublisher | None = None
+        self._stderr_progress = StderrProgress()
 
     # -- services, built once the event loop runs -----------------------------------------
 
@@ -221,7 +223,9 @@ class GatewayServer(LanguageServer):
     # -- local model loading progress -----------------------------------------------------
 
     def _on_model_progress(self, message: str, fraction: float | None) -> None:
-        """Called from the loading thread; forwards to the editor as work-done progress."""
+        """Forwards loading progress to stderr (the editor's server log) and, as work-done
+        progress, to the editor's UI."""
+        self._stderr_progress(message, fraction)
         if self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._report_model_progress, message, fraction)
