@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import logging
 import math
 import os
 import threading
@@ -384,6 +386,7 @@ def open_model(path: Path, config: LocalConfig, *, chat_format: str | None = Non
         import llama_cpp
     except ImportError as exc:
         raise ModelUnavailable(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
+    _send_native_logs_to_logging(llama_cpp)
     threads = config.n_threads or os.cpu_count() or 1
     with _plain_weight_buffers(llama_cpp):
         return llama_cpp.Llama(
@@ -396,6 +399,25 @@ def open_model(path: Path, config: LocalConfig, *, chat_format: str | None = Non
             chat_format=chat_format,
             verbose=False,
         )
+
+
+_native_log = logging.getLogger("lsp_server.llama_cpp")
+_log_bridge: Any = None  # the ctypes callback must outlive every call into llama.cpp
+
+
+def _send_native_logs_to_logging(llama_cpp: ModuleType) -> None:
+    """llama.cpp's own messages (cache layout notes and the like) go to debug logging instead
+    of the terminal: stderr is the editor's server log, and they are not for the person."""
+    global _log_bridge
+    if _log_bridge is not None:
+        return
+
+    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    def bridge(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+        _native_log.debug("%s", text.decode("utf-8", "replace").rstrip())
+
+    _log_bridge = bridge
+    llama_cpp.llama_log_set(bridge, ctypes.c_void_p(0))
 
 
 class _PromptAbort:
