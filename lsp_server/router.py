@@ -113,6 +113,9 @@ class Router:
         routing = self.config.routing
         candidates, reason = self._inline_candidates(local_only)
         if pinned is not None and local_only is None:
+            for other in candidates:
+                if other.name != pinned:
+                    other.breaker.release()  # let go of a probe slot this request will not use
             candidates = [e for e in candidates if e.name == pinned]
             reason = "pinned"
         if not candidates:

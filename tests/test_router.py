@@ -131,6 +131,23 @@ def quick_exploration(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- policy ---------------------------------------------------------------------------------
 
 
+async def test_a_pinned_request_does_not_hold_another_endpoints_probe() -> None:
+    calls: list[str] = []
+    flaky = StandIn("flaky", calls, failure=FailureKind.SERVER)
+    steady = StandIn("steady", calls)
+    router = stand_in_router([flaky, steady])
+    for _ in range(3):  # three failures open the flaky endpoint's breaker
+        await router.inline(REQUEST, pinned="flaky")
+    breaker = router.pool.remotes["flaky"].breaker
+    breaker._open_until = 0.0  # its back-off is over: it may be probed once
+    await router.inline(REQUEST, pinned="steady")
+    flaky.failure = None
+    calls.clear()
+    routed = await router.inline(REQUEST)
+    assert calls[0] == "flaky" and routed.reason == "explore"  # the probe slot was still free
+    await router.aclose()
+
+
 async def test_cold_start_follows_the_configured_order_with_the_local_model_last() -> None:
     calls: list[str] = []
     remotes = [StandIn(n, calls, failure=FailureKind.SERVER) for n in ("first", "second", "third")]
