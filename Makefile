@@ -39,7 +39,7 @@ test-vscode:
 	fi
 
 bench: setup
-	for name in bench_lsp_overhead bench_routing bench_gateway bench_local; do \
+	for name in bench_lsp_overhead bench_routing bench_gateway bench_local bench_privacy; do \
 		$(BIN)/python -m bench.$$name || exit 1; \
 	done
 	$(BIN)/python -m bench.reliability_report
