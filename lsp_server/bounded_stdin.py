@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import BinaryIO
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_DISCARD_CHUNK = 1024 * 1024
+DISCARD_CHUNK = 1024 * 1024
 UNREADABLE_BODY = b"\x00message too large\x00"
 
 
@@ -28,7 +28,7 @@ class BoundedStdin:
             return self._stream.read(n)
         remaining = n
         while remaining > 0:
-            chunk = self._stream.read(min(remaining, _DISCARD_CHUNK))
+            chunk = self._stream.read(min(remaining, DISCARD_CHUNK))
             if not chunk:
                 return b""  # end of input: the reader stops as it would anyway
             remaining -= len(chunk)

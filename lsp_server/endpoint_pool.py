@@ -38,6 +38,11 @@ class Endpoint:
         return self.config is None
 
     @property
+    def roles(self) -> tuple[str, ...]:
+        """The configured roles; the local model serves every role."""
+        return self.config.roles if self.config is not None else ("inline", "refactor")
+
+    @property
     def price(self) -> Price:
         return self.config.price_per_mtok if self.config else Price()
 

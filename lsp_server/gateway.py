@@ -300,7 +300,7 @@ class _Gateway:
         endpoint = self.router.pool.get(model) if model else None
         if endpoint is None:
             return None
-        roles = endpoint.config.roles if endpoint.config is not None else ("inline", "refactor")
+        roles = endpoint.roles
         if role not in roles:
             served = "completions" if role == "inline" else "chat completions"
             raise GatewayError(

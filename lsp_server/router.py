@@ -88,7 +88,7 @@ class Router:
             _start_loading(local)
 
     def _has_remote_inline(self) -> bool:
-        return any("inline" in _roles(e) for e in self.pool.remotes.values())
+        return any("inline" in e.roles for e in self.pool.remotes.values())
 
     def _inline_remote_configs(self) -> tuple[Any, ...]:
         return self.config.endpoints_with_role("inline")
@@ -138,7 +138,7 @@ class Router:
         if local_only is not None or self.offline.active:
             reason = local_only or "offline"
             return ([local] if local is not None and local_ready else []), reason
-        remotes = [e for e in self.pool.remotes.values() if "inline" in _roles(e)]
+        remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
         ranked = self._rank(remotes + ([local] if local is not None and local_ready else []))
         if not ranked:
             loading = local is not None and getattr(local.backend, "state", "") == "loading"
@@ -404,7 +404,7 @@ class Router:
         local = self.pool.local
         if local_only is not None:
             return ([local] if local is not None else []), local_only
-        remotes = [e for e in self.pool.remotes.values() if "refactor" in _roles(e)]
+        remotes = [e for e in self.pool.remotes.values() if "refactor" in e.roles]
         healthy = [e for e in remotes if e.breaker.state is not BreakerState.OPEN]
         ordered = healthy + [e for e in remotes if e not in healthy]
         if local is not None:
@@ -454,10 +454,6 @@ async def _collect(
     return "".join(parts)
 
 
-def _roles(endpoint: Endpoint) -> tuple[str, ...]:
-    return endpoint.config.roles if endpoint.config is not None else ("inline", "refactor")
-
-
 def _usable_local(endpoint: Endpoint) -> bool:
     """A local model that is loaded; one not yet loaded starts loading and sits this one out."""
     state = getattr(endpoint.backend, "state", "ready")
@@ -491,7 +487,7 @@ def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
         "name": endpoint.name,
         "kind": config.kind if config else "local",
         "model": config.model if config else "local",
-        "roles": list(_roles(endpoint)),
+        "roles": list(endpoint.roles),
         "health": health,
         "requests": stats.requests,
         "wins": stats.wins,

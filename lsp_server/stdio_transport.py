@@ -19,12 +19,16 @@ from typing import BinaryIO
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
-from lsp_server.bounded_stdin import MAX_MESSAGE_BYTES, UNREADABLE_BODY, BoundedStdin
+from lsp_server.bounded_stdin import (
+    DISCARD_CHUNK,
+    MAX_MESSAGE_BYTES,
+    UNREADABLE_BODY,
+    BoundedStdin,
+)
 
 log = logging.getLogger(__name__)
 
 _HEADER_LINE_LIMIT = 64 * 1024
-_DISCARD_CHUNK = 1024 * 1024
 _IGNORED_HEADER = b"X-Discarded: an over-long header line\r\n"
 
 
@@ -55,7 +59,7 @@ class PipeReader:
                 return await pipe.readexactly(n)
             remaining = n
             while remaining > 0:
-                remaining -= len(await pipe.readexactly(min(remaining, _DISCARD_CHUNK)))
+                remaining -= len(await pipe.readexactly(min(remaining, DISCARD_CHUNK)))
             return UNREADABLE_BODY
         except asyncio.IncompleteReadError:
             return b""  # end of input: the loop stops as it would with pygls' reader

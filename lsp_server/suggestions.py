@@ -48,12 +48,18 @@ class SuggestionService:
             prefix,
             suffix,
             redact_secrets=routing.redact_secrets,
-            memo=self._memos.setdefault(uri, SecretMemo()),
+            memo=self._memo_for(uri),
         )
         if not verdict.local_only:
             return None
         log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
         return "sensitive"
+
+    def _memo_for(self, uri: str) -> SecretMemo:
+        memo = self._memos.get(uri)
+        if memo is None:
+            memo = self._memos[uri] = SecretMemo()
+        return memo
 
     async def suggest(self, *, uri: str, text: str, offset: int, language: str) -> Suggestion:
         request = build_completion_request(
