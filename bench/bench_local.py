@@ -20,11 +20,11 @@ from pathlib import Path
 
 import psutil
 
-from lsp_server import config as config_module
 from lsp_server.backends.base import CompletionRequest, Usage
+from lsp_server.backends.bundled_model import ensure_bundled_model
 from lsp_server.backends.local import LocalBackend, open_model
-from lsp_server.bundled_model import ensure_bundled_model
-from lsp_server.config import LocalConfig
+from lsp_server.config import model as config_module
+from lsp_server.config.model import LocalConfig
 
 THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
 # A real source file as the document being edited; cut so the prompt is a few hundred tokens.

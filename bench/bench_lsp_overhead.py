@@ -38,7 +38,7 @@ from pygls.lsp.client import LanguageClient
 
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
-from lsp_server.config import EndpointConfig
+from lsp_server.config.model import EndpointConfig
 
 TEXT = "compute(a, b)\n"
 LINES = 1000

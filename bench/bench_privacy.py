@@ -14,8 +14,8 @@ import textwrap
 import time
 from collections.abc import Callable
 
-from lsp_server.privacy import SecretMemo, first_secret
-from lsp_server.table import render_table
+from lsp_server.cli.table import render_table
+from lsp_server.privacy.policy import SecretMemo, first_secret
 
 SIZE = 16 * 1024
 RUNS = 200

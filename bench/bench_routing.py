@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from lsp_server.backends.base import Backend, BackendError, CompletionRequest, Usage
 from lsp_server.backends.factory import remote_backend
-from lsp_server.config import Config, EndpointConfig, LocalConfig, RoutingConfig
-from lsp_server.router import Router
+from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 NAMES = ("alpha", "beta", "gamma")

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lsp_server.table import render_table
+from lsp_server.cli.table import render_table
 from tests.support.report import REPORT_ENV
 
 RELIABILITY_TESTS = (

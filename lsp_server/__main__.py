@@ -1,3 +1,3 @@
-from lsp_server.cli import main
+from lsp_server.cli.main import main
 
 raise SystemExit(main())

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.backends.bundled_model import ensure_bundled_model
 from lsp_server.backends.local import LocalBackend
-from lsp_server.bundled_model import ensure_bundled_model
-from lsp_server.config import LocalConfig
+from lsp_server.config.model import LocalConfig
 
 
 @pytest.fixture(scope="session")

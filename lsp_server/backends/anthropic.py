@@ -19,8 +19,8 @@ from lsp_server.backends.base import (
     FailureKind,
     Usage,
 )
-from lsp_server.config import EndpointConfig
-from lsp_server.fim_instruction import fim_chat_messages
+from lsp_server.backends.fim_instruction import fim_chat_messages
+from lsp_server.config.model import EndpointConfig
 
 ANTHROPIC_VERSION = "2023-06-01"
 MESSAGES_PATH = "v1/messages"

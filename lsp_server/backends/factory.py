@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lsp_server.backends.base import Backend
-from lsp_server.config import EndpointConfig, LocalConfig
+from lsp_server.config.model import EndpointConfig, LocalConfig
 
 ProgressCallback = Callable[[str, float | None], None]
 

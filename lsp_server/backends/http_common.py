@@ -15,7 +15,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from lsp_server.backends.base import BackendError, FailureKind
-from lsp_server.config import EndpointConfig
+from lsp_server.config.model import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024

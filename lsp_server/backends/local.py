@@ -37,8 +37,13 @@ from lsp_server.backends.base import (
     FailureKind,
     Usage,
 )
-from lsp_server.bundled_model import INSTALL_HINT, ModelUnavailable, Progress, resolve_model_path
-from lsp_server.config import LocalConfig
+from lsp_server.backends.bundled_model import (
+    INSTALL_HINT,
+    ModelUnavailable,
+    Progress,
+    resolve_model_path,
+)
+from lsp_server.config.model import LocalConfig
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

@@ -21,6 +21,7 @@ from lsp_server.backends.base import (
     FailureKind,
     Usage,
 )
+from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
     endpoint_timeout_s,
     is_event_stream,
@@ -30,8 +31,7 @@ from lsp_server.backends.http_common import (
     read_json,
     transport_error,
 )
-from lsp_server.config import EndpointConfig
-from lsp_server.fim_instruction import fim_chat_messages
+from lsp_server.config.model import EndpointConfig
 
 
 class OpenAICompatibleBackend(Backend):

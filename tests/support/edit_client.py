@@ -7,7 +7,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_server.refactor_edits import apply_edits
+from lsp_server.refactor.edits import apply_edits
 
 
 def record_applied_edits(client: LanguageClient) -> list[types.ApplyWorkspaceEditParams]:

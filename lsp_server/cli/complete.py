@@ -1,0 +1,108 @@
+"""`gateway-ls complete FILE:LINE:COL`: one suggestion, through the same router, on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+
+from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
+from lsp_server.config.model import Config
+from lsp_server.progress import StderrProgress
+from lsp_server.routing.router import Router
+from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
+from lsp_server.suggest.service import SuggestionService
+
+COMMAND_MIN_DEADLINE_MS = 20_000
+
+
+class LocationError(ValueError):
+    pass
+
+
+def parse_location(location: str) -> tuple[Path, int, int]:
+    """`FILE:LINE:COL` with 1-based LINE and COL (COL counts characters)."""
+    parts = location.rsplit(":", 2)
+    if len(parts) != 3:
+        raise LocationError(f"expected FILE:LINE:COL, got {location!r}")
+    file, line_text, col_text = parts
+    try:
+        line, col = int(line_text), int(col_text)
+    except ValueError:
+        raise LocationError(f"LINE and COL must be numbers in {location!r}") from None
+    if line < 1 or col < 1:
+        raise LocationError(f"LINE and COL are 1-based in {location!r}")
+    return Path(file), line, col
+
+
+def offset_of(text: str, line: int, col: int) -> int:
+    """The str offset of 1-based LINE:COL, clamped to the line's end and the text's end."""
+    lines = text.splitlines(keepends=True)
+    if line > len(lines):
+        return len(text)
+    start = sum(len(existing) for existing in lines[: line - 1])
+    content = lines[line - 1].rstrip("\r\n")
+    return start + min(col - 1, len(content))
+
+
+def complete_at(config: Config, location: str, *, deadline_ms: int | None) -> int:
+    try:
+        path, line, col = parse_location(location)
+    except LocationError as error:
+        raise UsageError(str(error)) from None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"gateway-ls: cannot read {path}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    budget = deadline_ms or max(config.routing.inline_deadline_ms, COMMAND_MIN_DEADLINE_MS)
+    routing = dataclasses.replace(
+        config.routing,
+        inline_deadline_ms=budget,
+        hedge_after_ms=min(config.routing.hedge_after_ms, max(1, budget - 1)),
+    )
+    config = dataclasses.replace(config, routing=routing)
+    suggestion = asyncio.run(_suggest(config, path, text, offset_of(text, line, col)))
+    if suggestion is None:
+        return EXIT_FAILURE
+    sys.stdout.write(suggestion)
+    if not suggestion.endswith("\n"):
+        sys.stdout.write("\n")
+    return EXIT_OK
+
+
+async def _suggest(config: Config, path: Path, text: str, offset: int) -> str | None:
+    router = Router(
+        config,
+        remote_factory=remote_backend,
+        local_factory=local_backend_factory(StderrProgress()),
+    )
+    try:
+        local = router.pool.local
+        if local is not None and (router.offline.active or not config.endpoints):
+            # The local model will answer: load it first, so the budget is spent generating.
+            ensure_loaded = getattr(local.backend, "ensure_loaded", None)
+            if ensure_loaded is not None:
+                await ensure_loaded()
+        service = SuggestionService(router)
+        suggestion = await service.suggest(
+            uri=path.resolve().as_uri(),
+            text=text,
+            offset=offset,
+            language=LANGUAGE_BY_SUFFIX.get(path.suffix, ""),
+        )
+        decision = router.decisions.recent(1)
+        detail = decision[0].detail if decision and decision[0].detail else ""
+        print(
+            f"gateway-ls: {suggestion.endpoint or 'no endpoint'} ({suggestion.reason}, "
+            f"{suggestion.latency_ms:.0f} ms){' — ' + detail if detail else ''}",
+            file=sys.stderr,
+        )
+        return suggestion.text
+    except Exception as error:
+        print(f"gateway-ls: {error}", file=sys.stderr)
+        return None
+    finally:
+        await router.aclose()

@@ -1,0 +1,92 @@
+"""`gateway-ls stats`: the routing statistics of running servers, as tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import httpx
+
+from lsp_server.cli.table import render_table
+from lsp_server.routing.status_file import read_running
+
+
+def print_stats(*, url: str | None, as_json: bool, token_env: str = "") -> int:
+    """`token_env` names the variable with the gateway's bearer token ([gateway] token_env)."""
+    if url is not None:
+        token = os.environ.get(token_env) if token_env else None
+        try:
+            statuses = [_fetch(url, token)]
+        except (httpx.HTTPError, ValueError) as error:
+            print(f"gateway-ls: cannot read {url}: {error}", file=sys.stderr)
+            return 1
+    else:
+        statuses = read_running()
+    if not statuses:
+        print("no running gateway-ls server found", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(statuses, indent=2))
+        return 0
+    for status in statuses:
+        print(format_status(status))
+        print()
+    return 0
+
+
+def _fetch(url: str, token: str | None) -> dict[str, Any]:
+    headers = {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    response = httpx.get(url.rstrip("/") + "/v1/gateway-ls/status", headers=headers, timeout=5)
+    response.raise_for_status()
+    data = response.json()
+    if not isinstance(data, dict):
+        raise ValueError("status is not a JSON object")
+    return data
+
+
+def format_status(status: dict[str, Any]) -> str:
+    local = status.get("local") or {}
+    header = (
+        f"{status.get('kind', 'server')} pid {status.get('pid', '?')}: "
+        f"offline {status.get('offline')} (active: {status.get('offline_active')}), "
+        f"local model {local.get('state', '-')}, "
+        f"{status.get('inline_requests', 0)} inline requests, "
+        f"{status.get('hedged_requests', 0)} hedged"
+    )
+    endpoints = render_table(
+        ["endpoint", "kind", "health", "requests", "wins", "errors", "p50 ms", "p95 ms", "cost $"],
+        [
+            (
+                e.get("name"),
+                e.get("kind"),
+                e.get("health"),
+                e.get("requests"),
+                e.get("wins"),
+                e.get("errors"),
+                e.get("p50_ms"),
+                e.get("p95_ms"),
+                f"{e.get('cost_usd', 0.0):.4f}",
+            )
+            for e in status.get("endpoints", [])
+        ],
+    )
+    decisions = render_table(
+        ["time", "kind", "endpoint", "reason", "ms", "tokens", "detail"],
+        [
+            (
+                str(d.get("time", ""))[11:23],
+                d.get("kind"),
+                d.get("endpoint"),
+                d.get("reason"),
+                d.get("latency_ms"),
+                d.get("tokens"),
+                d.get("detail"),
+            )
+            for d in status.get("decisions", [])[-10:]
+        ],
+    )
+    return f"{header}\n\n{endpoints}\n\nlast decisions:\n{decisions}"

@@ -1,0 +1,564 @@
+"""Finding, parsing and strictly validating the configuration, and merging editor overrides.
+
+TOML syntax is tomllib's job. Everything after that is checked here against the dataclasses in
+`config`, so a mistake is reported once, at load time, with the file, line and dotted key
+(`endpoints[1].timeout_ms`, indices counted from 0) instead of surfacing later as a confusing
+runtime failure.
+
+Defaults beyond the dataclasses: an `ollama` endpoint may omit `base_url`
+(`http://127.0.0.1:11434/v1`) and defaults to `fim = false`; an `anthropic` endpoint defaults to
+`fim = false` and refuses `fim = true` (Anthropic has no fill-in-the-middle API). A relative
+`local.model_path` in a file is taken relative to that file's directory; `~` is expanded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tomllib
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import platformdirs
+
+from lsp_server.config.model import (
+    Config,
+    EndpointConfig,
+    GatewayConfig,
+    LocalConfig,
+    Price,
+    RoutingConfig,
+)
+
+CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
+APP_NAME = "gateway-ls"
+OLLAMA_DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
+# Names that routing, status and the gateway's model list use for other things.
+RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
+
+KeyPath = tuple[str | int, ...]
+
+
+class ConfigError(Exception):
+    """A configuration problem, located as precisely as the source allows."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if self.file and self.line is not None:
+            where = f"{self.file}:{self.line}"
+        parts = [p for p in (where, self.key, self.message) if p]
+        return ": ".join(parts)
+
+
+def default_config_path() -> Path:
+    return platformdirs.user_config_path(APP_NAME) / "config.toml"
+
+
+def find_config_file(cli_path: str | None) -> Path | None:
+    """`--config PATH`, then `$GATEWAY_LS_CONFIG`, then the user config dir; None if no file."""
+    if cli_path:
+        return _existing_file(cli_path, "given with --config")
+    env_path = os.environ.get(CONFIG_ENV_VAR)
+    if env_path:
+        return _existing_file(env_path, f"named by ${CONFIG_ENV_VAR}")
+    default = default_config_path()
+    return default if default.is_file() else None
+
+
+def _existing_file(path_text: str, how: str) -> Path:
+    path = Path(path_text).expanduser()
+    if path.is_dir():
+        raise ConfigError(f"is a directory, not a config file ({how})", file=path_text)
+    if not path.exists():
+        raise ConfigError(f"no such file ({how})", file=path_text)
+    return path
+
+
+def load_config_file(path: Path) -> Config:
+    file = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError("not valid UTF-8 text", file=file) from exc
+    config = parse_config_text(text, file=file)
+    local = config.local
+    if local.model_path:
+        model_path = Path(local.model_path).expanduser()
+        if not model_path.is_absolute():
+            model_path = path.parent / model_path
+        local = dataclasses.replace(local, model_path=str(model_path))
+    return dataclasses.replace(config, local=local, source=path)
+
+
+def parse_config_text(text: str, *, file: str | None) -> Config:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message, line = _split_toml_error(str(exc), text)
+        raise ConfigError(f"invalid TOML: {message}", file=file, line=line) from exc
+    lines = key_lines(text)
+    try:
+        return _build_config(document)
+    except _Invalid as problem:
+        raise ConfigError(
+            problem.message, file=file, line=_line_of(problem.path, lines), key=dotted(problem.path)
+        ) from None
+
+
+def merge_overrides(base: Config, overrides: Mapping[str, Any], *, origin: str) -> Config:
+    """The editor's `gatewayLs` settings over `base`: section keys override, `endpoints` replaces.
+
+    `null` values mean "not set" (editors send them for settings the user left at default).
+    """
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"expected an object, got {_describe(overrides)}", file=origin)
+    merged = _sections_dict(base)
+    try:
+        for section, value in _without_nulls(overrides).items():
+            if section in _SECTION_TYPES:
+                merged[section] = {**merged[section], **_expect_table(value, (section,))}
+            else:  # `endpoints` replaces the list; any other key is refused as unknown below
+                merged[section] = value
+        config = _build_config(merged)
+    except _Invalid as problem:
+        raise ConfigError(problem.message, file=origin, key=dotted(problem.path)) from None
+    return dataclasses.replace(config, source=base.source)
+
+
+def missing_api_keys(config: Config) -> list[tuple[str, str]]:
+    """(endpoint name, variable name) for each endpoint whose key variable is unset or empty."""
+    return [
+        (e.name, e.api_key_env)
+        for e in config.endpoints
+        if e.api_key_env and not os.environ.get(e.api_key_env)
+    ]
+
+
+def config_to_dict(config: Config) -> dict[str, Any]:
+    """A JSON-ready view for status and doctor output; holds variable names, never key values."""
+    return {"source": str(config.source) if config.source else None, **_sections_dict(config)}
+
+
+def dotted(path: KeyPath) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+class _Invalid(Exception):
+    def __init__(self, path: KeyPath, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+_SECTION_TYPES: dict[str, type] = {
+    "routing": RoutingConfig,
+    "local": LocalConfig,
+    "gateway": GatewayConfig,
+}
+_TOP_LEVEL_KEYS = (*_SECTION_TYPES, "endpoints")
+_REQUIRED_ENDPOINT_KEYS = ("name", "kind", "model")
+# Keys a user might reach for to paste a credential into the file.
+_SECRET_KEY_NAMES = frozenset(
+    {"api_key", "apikey", "key", "token", "api_token", "access_token", "secret", "password"}
+)
+_SECRET_VALUE = re.compile(
+    r"\b(sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9\-]{10,}"
+    r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})"
+)
+_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _build_config(document: Mapping[str, Any]) -> Config:
+    _refuse_secrets(document, ())
+    _reject_unknown(document, _TOP_LEVEL_KEYS, ())
+    sections = {
+        name: _build_section(cls, _expect_table(document.get(name, {}), (name,)), (name,))
+        for name, cls in _SECTION_TYPES.items()
+    }
+    endpoints = document.get("endpoints", [])
+    if not isinstance(endpoints, list):
+        raise _Invalid(("endpoints",), f"expected an array of tables, got {_describe(endpoints)}")
+    built = tuple(
+        _build_endpoint(_expect_table(raw, ("endpoints", i)), ("endpoints", i))
+        for i, raw in enumerate(endpoints)
+    )
+    _check_unique_names(built)
+    routing: RoutingConfig = sections["routing"]
+    if routing.hedge_after_ms >= routing.inline_deadline_ms:
+        raise _Invalid(
+            ("routing", "hedge_after_ms"),
+            f"must be less than routing.inline_deadline_ms ({routing.inline_deadline_ms}); "
+            "to turn hedging off set routing.max_hedge_ratio = 0",
+        )
+    return Config(
+        routing=routing, local=sections["local"], endpoints=built, gateway=sections["gateway"]
+    )
+
+
+def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
+    values = dict(raw)
+    _reject_unknown(values, tuple(_field_types(EndpointConfig)), path)
+    for key in _REQUIRED_ENDPOINT_KEYS:
+        if key not in values:
+            raise _Invalid((*path, key), "missing required key")
+    kind = _check_value(values["kind"], _field_types(EndpointConfig)["kind"], (*path, "kind"))
+    if "base_url" not in values:
+        if kind != "ollama":
+            raise _Invalid((*path, "base_url"), "missing required key")
+        values["base_url"] = OLLAMA_DEFAULT_BASE_URL
+    if kind in ("ollama", "anthropic"):
+        values.setdefault("fim", False)
+    if kind == "anthropic" and values["fim"] is True:
+        raise _Invalid(
+            (*path, "fim"), "anthropic endpoints have no fill-in-the-middle API; use fim = false"
+        )
+    return _build_section(EndpointConfig, values, path)
+
+
+def _build_section(cls: type, raw: Mapping[str, Any], path: KeyPath) -> Any:
+    types_by_name = _field_types(cls)
+    _reject_unknown(raw, tuple(types_by_name), path)
+    values = {
+        key: _check_value(value, types_by_name[key], (*path, key)) for key, value in raw.items()
+    }
+    section = path[0]
+    for key, value in values.items():
+        rule = _RULES.get((str(section), key))
+        problem = rule(value) if rule else None
+        if problem:
+            raise _Invalid((*path, key), problem)
+    return cls(**values)
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name != "source"}
+
+
+def _check_value(value: Any, expected: Any, path: KeyPath) -> Any:
+    """`value` converted to the field's type (lists to tuples, tables to Price) or _Invalid."""
+    origin = typing.get_origin(expected)
+    if expected is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Invalid(path, f"expected true or false, got {_describe(value)}")
+    if expected is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _Invalid(path, f"expected an integer, got {_describe(value)}")
+    if expected is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise _Invalid(path, f"expected a number, got {_describe(value)}")
+    if expected is str:
+        if isinstance(value, str):
+            return value
+        raise _Invalid(path, f"expected a string, got {_describe(value)}")
+    if origin is typing.Literal:
+        allowed = typing.get_args(expected)
+        if value in allowed and isinstance(value, str):
+            return value
+        choices = ", ".join(f'"{a}"' for a in allowed)
+        raise _Invalid(path, f"expected one of {choices}, got {_describe(value)}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise _Invalid(path, f"expected an array, got {_describe(value)}")
+        item_type = typing.get_args(expected)[0]
+        return tuple(_check_value(item, item_type, (*path, i)) for i, item in enumerate(value))
+    if expected is Price:
+        table = _expect_table(value, path)
+        return _build_section(Price, table, path)
+    raise TypeError(f"no validation for {expected!r}")  # a new field type in config.py
+
+
+def _expect_table(value: Any, path: KeyPath) -> Mapping[str, Any]:
+    if isinstance(value, Mapping):
+        return value
+    raise _Invalid(path, f"expected a table, got {_describe(value)}")
+
+
+def _reject_unknown(raw: Mapping[str, Any], allowed: tuple[str, ...], path: KeyPath) -> None:
+    for key in raw:
+        if key not in allowed:
+            raise _Invalid((*path, key), _unknown_key_message(key, allowed))
+
+
+def _unknown_key_message(key: str, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    hint = f'; did you mean "{close[0]}"?' if close else f"; known keys: {', '.join(allowed)}"
+    return f"unknown key{hint}"
+
+
+def _refuse_secrets(value: Any, path: KeyPath) -> None:
+    """Credentials never belong in the configuration: refuse them without echoing them."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if str(key).lower() in _SECRET_KEY_NAMES:
+                env_key = "token_env" if path[:1] == ("gateway",) else "api_key_env"
+                raise _Invalid(
+                    (*path, key),
+                    "credentials are never written in the configuration: export the key in an "
+                    f"environment variable and name that variable with {env_key}",
+                )
+            _refuse_secrets(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _refuse_secrets(item, (*path, i))
+    elif isinstance(value, str) and (_SECRET_VALUE.search(value) or _has_url_password(value)):
+        raise _Invalid(
+            path,
+            "this value looks like a credential, which is never written in the configuration: "
+            "export the key in an environment variable and name that variable with api_key_env",
+        )
+
+
+def _has_url_password(value: str) -> bool:
+    if not value.startswith(("http://", "https://")):
+        return False
+    try:
+        return urlsplit(value).password is not None
+    except ValueError:
+        return False
+
+
+def _check_unique_names(endpoints: tuple[EndpointConfig, ...]) -> None:
+    seen: dict[str, int] = {}
+    for i, endpoint in enumerate(endpoints):
+        if endpoint.name in RESERVED_ENDPOINT_NAMES:
+            raise _Invalid(
+                ("endpoints", i, "name"),
+                f'"{endpoint.name}" is reserved (it names the in-process model); choose another',
+            )
+        if endpoint.name in seen:
+            first = dotted(("endpoints", seen[endpoint.name]))
+            raise _Invalid(
+                ("endpoints", i, "name"),
+                f'duplicate endpoint name "{endpoint.name}" (also {first})',
+            )
+        seen[endpoint.name] = i
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f'"{shown}"'
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return type(value).__name__
+
+
+def _positive(value: int | float) -> str | None:
+    return None if value > 0 else f"must be greater than 0, got {value}"
+
+
+def _not_negative(value: int | float) -> str | None:
+    return None if value >= 0 else f"must not be negative, got {value}"
+
+
+def _ratio(value: float) -> str | None:
+    return None if 0 <= value <= 1 else f"must be between 0 and 1, got {value}"
+
+
+def _port(value: int) -> str | None:
+    return None if 0 <= value <= 65535 else f"must be a port number (0-65535), got {value}"
+
+
+def _non_empty(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
+
+
+def _non_empty_items(values: tuple[str, ...]) -> str | None:
+    return "must not contain empty strings" if any(not v.strip() for v in values) else None
+
+
+def _env_var_name(value: str) -> str | None:
+    if not value or _ENV_VAR_NAME.fullmatch(value):
+        return None
+    return "must be the name of an environment variable (letters, digits, underscores)"
+
+
+def _http_url(value: str) -> str | None:
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts and parts.scheme in ("http", "https") and parts.hostname:
+        return None
+    return f"expected an http:// or https:// URL, got {_describe(value)}"
+
+
+def _roles(values: tuple[str, ...]) -> str | None:
+    if not values:
+        return 'must name at least one role ("inline", "refactor")'
+    if len(set(values)) != len(values):
+        return "lists a role twice"
+    return None
+
+
+# Keyed by (top-level section, field); the price table's fields count as the endpoint's.
+_RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
+    ("routing", "inline_deadline_ms"): _positive,
+    ("routing", "hedge_after_ms"): _positive,
+    ("routing", "refactor_deadline_ms"): _positive,
+    ("routing", "max_hedge_ratio"): _ratio,
+    ("routing", "sensitive_globs"): _non_empty_items,
+    ("local", "n_ctx"): _positive,
+    ("local", "n_threads"): _not_negative,
+    ("local", "max_tokens"): _positive,
+    ("gateway", "host"): _non_empty,
+    ("gateway", "port"): _port,
+    ("gateway", "token_env"): _env_var_name,
+    ("endpoints", "name"): _non_empty,
+    ("endpoints", "model"): _non_empty,
+    ("endpoints", "base_url"): _http_url,
+    ("endpoints", "api_key_env"): _env_var_name,
+    ("endpoints", "roles"): _roles,
+    ("endpoints", "max_tokens"): _positive,
+    ("endpoints", "timeout_ms"): _positive,
+    ("endpoints", "input"): _not_negative,
+    ("endpoints", "output"): _not_negative,
+}
+
+
+def _sections_dict(config: Config) -> dict[str, Any]:
+    def plain(value: Any) -> Any:
+        if dataclasses.is_dataclass(value):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        return value
+
+    return {
+        "routing": plain(config.routing),
+        "local": plain(config.local),
+        "endpoints": [plain(e) for e in config.endpoints],
+        "gateway": plain(config.gateway),
+    }
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+# --- locating keys in the source text -------------------------------------------------------
+
+_TOML_ERROR_POSITION = re.compile(r"\s*\(at (?:line (\d+), column \d+|end of document)\)\s*$")
+_KEY_PART = r"""(?:[A-Za-z0-9_\-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED_KEY = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
+_HEADER_LINE = re.compile(rf"^\s*(\[\[?)\s*({_DOTTED_KEY})\s*\]\]?\s*(?:#.*)?$")
+_KEY_LINE = re.compile(rf"^\s*({_DOTTED_KEY})\s*=\s*(.*)$")
+_INLINE_KEY = re.compile(rf"[{{,]\s*({_DOTTED_KEY})\s*=")
+
+
+def _split_toml_error(message: str, text: str) -> tuple[str, int | None]:
+    match = _TOML_ERROR_POSITION.search(message)
+    if not match:
+        return message, None
+    line = int(match.group(1)) if match.group(1) else max(1, len(text.splitlines()))
+    return message[: match.start()], line
+
+
+def _key_parts(dotted_key: str) -> list[str]:
+    return [p[1:-1] if p[0] in "\"'" else p for p in re.findall(_KEY_PART, dotted_key)]
+
+
+def key_lines(text: str) -> dict[KeyPath, int]:
+    """The 1-based line where each table header and key is written.
+
+    A line scanner, not a parser: it runs only on text tomllib has accepted, and is good for
+    headers, `key = value` lines (dotted keys included) and keys inside one-line inline tables.
+    """
+    lines: dict[KeyPath, int] = {}
+    array_lengths: dict[KeyPath, int] = {}
+    table: KeyPath = ()
+    in_multiline_string = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_multiline_string:
+            in_multiline_string = _toggles_multiline(line, in_multiline_string)
+            continue
+        header = _HEADER_LINE.match(line)
+        if header:
+            parts = _key_parts(header.group(2))
+            if header.group(1) == "[[":
+                table = (*_resolve(parts[:-1], array_lengths), parts[-1])
+                index = array_lengths.get(table, 0)
+                array_lengths[table] = index + 1
+                table = (*table, index)
+            else:
+                table = _resolve(parts, array_lengths)
+            lines.setdefault(table, number)
+            continue
+        assignment = _KEY_LINE.match(line)
+        if not assignment:
+            continue
+        key_path = (*table, *_key_parts(assignment.group(1)))
+        lines.setdefault(key_path, number)
+        value = assignment.group(2)
+        if value.startswith("{"):
+            for inner in _INLINE_KEY.finditer(value):
+                lines.setdefault((*key_path, *_key_parts(inner.group(1))), number)
+        in_multiline_string = _toggles_multiline(value, False)
+    return lines
+
+
+def _resolve(parts: list[str], array_lengths: Mapping[KeyPath, int]) -> KeyPath:
+    """A header's path, where a name of an array of tables means its last element."""
+    path: KeyPath = ()
+    for part in parts:
+        path = (*path, part)
+        if path in array_lengths:
+            path = (*path, array_lengths[path] - 1)
+    return path
+
+
+def _toggles_multiline(text: str, inside: bool) -> bool:
+    for quote in ('"""', "'''"):
+        if text.count(quote) % 2:
+            return not inside
+    return inside
+
+
+def _line_of(path: KeyPath, lines: Mapping[KeyPath, int]) -> int | None:
+    for end in range(len(path), 0, -1):
+        if path[:end] in lines:
+            return lines[path[:end]]
+    return None

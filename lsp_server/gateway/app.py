@@ -1,0 +1,396 @@
+"""`gateway-ls gateway`: an OpenAI-compatible HTTP front door on the same router as the LSP.
+
+`POST /v1/completions` is an inline (keystroke-level) request: routed to the fastest `inline`
+endpoint under the keystroke deadline, with fill-in-the-middle from `prompt` + `suffix` or from
+FIM markers inside `prompt` (Zed's edit predictions). `POST /v1/chat/completions` is a refactor-
+class request: the `refactor` endpoints in turn, then the local model. A `model` that names a
+configured endpoint pins the request to it; any other name routes automatically.
+
+Privacy as in the LSP: `X-Gateway-LS-Sensitive: 1` or a prompt the privacy rules flag (secrets,
+or a sensitive `X-Gateway-LS-Path`) keeps the request on the local model. When that cannot serve
+it (disabled or still loading) the answer is 503, never a silent remote call.
+`X-Gateway-LS-Endpoint` names the endpoint that answered (`none` when nothing did in time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from lsp_server.backends.base import ChatRequest, CompletionRequest
+from lsp_server.config.model import Role
+from lsp_server.gateway.fim_prompt import split_fim_prompt
+from lsp_server.gateway.openai_wire import (
+    SSE_DONE,
+    ChatBody,
+    CompletionBody,
+    GatewayError,
+    ResponseIds,
+    chat_chunk,
+    chat_response,
+    completion_chunk,
+    completion_response,
+    parse_chat_body,
+    parse_completion_body,
+    parse_json_object,
+    sse_event,
+    usage_body,
+    usage_chunk,
+)
+from lsp_server.gateway.plumbing import (
+    BearerAuth,
+    ClientGone,
+    cancel_on_disconnect,
+    on_client_gone,
+    on_gateway_error,
+    on_http_exception,
+    on_unexpected,
+    read_body,
+)
+from lsp_server.routing.router import Routed, Router, RoutingFailed
+from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
+from lsp_server.suggest.postprocess import clean_suggestion
+from lsp_server.suggest.prompt import is_mid_line, stop_sequences
+from lsp_server.suggest.service import SuggestionService
+
+AUTO_MODEL = "gateway-ls"
+SENSITIVE_HEADER = "x-gateway-ls-sensitive"
+PATH_HEADER = "x-gateway-ls-path"
+ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
+REASON_HEADER = "X-Gateway-LS-Reason"
+DEFAULT_URI = "gateway:request"
+DEFAULT_INLINE_MAX_TOKENS = 64
+MAX_INLINE_TOKENS = 512
+DEFAULT_CHAT_MAX_TOKENS = 2048
+MAX_CHAT_TOKENS = 16384
+LOADING_RETRY_AFTER_S = "2"
+_TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+
+
+def create_app(router: Router, suggestions: SuggestionService, *, token: str | None) -> Starlette:
+    gateway = _Gateway(router, suggestions)
+    return Starlette(
+        routes=[
+            Route("/v1/models", gateway.models, methods=["GET"]),
+            Route("/v1/completions", gateway.completions, methods=["POST"]),
+            Route("/v1/chat/completions", gateway.chat_completions, methods=["POST"]),
+            Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
+            Route("/healthz", gateway.healthz, methods=["GET"]),
+        ],
+        middleware=[Middleware(BearerAuth, token=token)],
+        exception_handlers={
+            GatewayError: on_gateway_error,
+            HTTPException: on_http_exception,
+            ClientGone: on_client_gone,
+            Exception: on_unexpected,
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Privacy:
+    uri: str
+    local_only: str | None
+
+
+class _Gateway:
+    def __init__(self, router: Router, suggestions: SuggestionService) -> None:
+        self.router = router
+        self.suggestions = suggestions
+
+    # -- small routes ---------------------------------------------------------------------
+
+    async def models(self, request: Request) -> Response:
+        names = [AUTO_MODEL] + [endpoint.name for endpoint in self.router.pool.all()]
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "gateway-ls"}
+            for name in names
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def status(self, request: Request) -> Response:
+        return JSONResponse({"kind": "gateway", "pid": os.getpid(), **self.router.status()})
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    # -- completions: inline requests -----------------------------------------------------
+
+    async def completions(self, request: Request) -> Response:
+        body = parse_completion_body(parse_json_object(await read_body(request)))
+        pinned = self._pinned(body.model, "inline")
+        completion = _completion_request(body)
+        privacy = self._privacy(request, completion.prefix + completion.suffix)
+        completion = _with_path(completion, privacy.uri)
+        routed, failure = await cancel_on_disconnect(
+            request, self._inline(completion, privacy, pinned)
+        )
+        if routed.endpoint is None and not routed.timed_out:
+            raise self._unavailable("inline", privacy.local_only) or GatewayError(
+                502, f"no endpoint answered: {failure or 'no answer'}", code="upstream_failed"
+            )
+        text = clean_suggestion(routed.text, completion)
+        model = routed.endpoint or AUTO_MODEL
+        finish_reason = "length" if routed.timed_out else "stop"
+        prompt_tokens = (len(completion.prefix) + len(completion.suffix) + 3) // 4
+        usage = usage_body(prompt_tokens, routed.tokens)
+        ids = ResponseIds.new("cmpl")
+        headers = _routing_headers(routed)
+        if not body.stream:
+            return JSONResponse(
+                completion_response(ids, model, text, finish_reason, usage), headers=headers
+            )
+
+        async def events() -> AsyncIterator[bytes]:
+            if text:
+                yield sse_event(completion_chunk(ids, model, text, None))
+            yield sse_event(completion_chunk(ids, model, "", finish_reason))
+            if body.include_usage:
+                yield sse_event(usage_chunk(ids, model, "text_completion", usage))
+            yield SSE_DONE
+
+        return _event_stream(events(), headers)
+
+    async def _inline(
+        self, completion: CompletionRequest, privacy: _Privacy, pinned: str | None
+    ) -> tuple[Routed, str | None]:
+        routed = await self.router.inline(
+            completion, uri=privacy.uri, local_only=privacy.local_only, pinned=pinned
+        )
+        # Read in the same task, with no await in between: the decision just recorded is ours.
+        recent = self.router.decisions.recent(1)
+        return routed, recent[0].detail if recent else None
+
+    # -- chat completions: refactor-class requests ----------------------------------------
+
+    async def chat_completions(self, request: Request) -> Response:
+        body = parse_chat_body(parse_json_object(await read_body(request)))
+        pinned = self._pinned(body.model, "refactor")
+        privacy = self._privacy(request, "\n".join(m.content for m in body.messages))
+        unavailable = self._unavailable("refactor", privacy.local_only)
+        if unavailable is not None:
+            raise unavailable
+        chat = ChatRequest(
+            messages=body.messages,
+            max_tokens=min(body.max_tokens or DEFAULT_CHAT_MAX_TOKENS, MAX_CHAT_TOKENS),
+            temperature=body.temperature or 0.0,
+            stop=body.stop or (),
+        )
+        prompt_tokens = (sum(len(m.content) for m in body.messages) + 3) // 4
+        if body.stream:
+            return await self._chat_stream(request, body, chat, privacy, pinned, prompt_tokens)
+        try:
+            routed = await cancel_on_disconnect(
+                request,
+                self.router.refactor(
+                    chat, uri=privacy.uri, local_only=privacy.local_only, pinned=pinned
+                ),
+            )
+        except RoutingFailed as failed:
+            raise _upstream_failed(failed) from None
+        usage = usage_body(prompt_tokens, routed.tokens)
+        payload = chat_response(
+            ResponseIds.new("chatcmpl"), routed.endpoint or AUTO_MODEL, routed.text, "stop", usage
+        )
+        return JSONResponse(payload, headers=_routing_headers(routed))
+
+    async def _chat_stream(
+        self,
+        request: Request,
+        body: ChatBody,
+        chat: ChatRequest,
+        privacy: _Privacy,
+        pinned: str | None,
+        prompt_tokens: int,
+    ) -> Response:
+        """Stream the answer as it comes; the HTTP status waits for the first text or failure.
+
+        Text already sent cannot be taken back, so a failure after it ends the stream with an
+        error event instead of restarting on the next endpoint.
+        """
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        serving = [AUTO_MODEL]  # the endpoint being asked; the one whose text streams out
+
+        def asking(endpoint: str) -> None:
+            serving[0] = endpoint
+
+        work = asyncio.create_task(
+            self.router.refactor(
+                chat,
+                uri=privacy.uri,
+                local_only=privacy.local_only,
+                pinned=pinned,
+                on_text=pieces.put_nowait,
+                on_attempt=asking,
+                restart_after_text=False,
+            )
+        )
+
+        def finished(task: asyncio.Task[Routed]) -> None:
+            pieces.put_nowait(None)
+            if not task.cancelled():
+                task.exception()  # read here too, in case the client left before the stream
+
+        work.add_done_callback(finished)
+        try:
+            first = await cancel_on_disconnect(request, pieces.get())
+        except BaseException:
+            work.cancel()
+            raise
+        if first is None:
+            _raise_if_failed(work)
+        ids = ResponseIds.new("chatcmpl")
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                model = serving[0]
+                yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
+                piece = first
+                while piece is not None:
+                    yield sse_event(chat_chunk(ids, model, {"content": piece}))
+                    piece = await pieces.get()
+                try:
+                    routed = work.result()
+                except RoutingFailed as failed:
+                    yield sse_event(_upstream_failed(failed).body())
+                    yield SSE_DONE
+                    return
+                model = routed.endpoint or AUTO_MODEL
+                yield sse_event(chat_chunk(ids, model, {}, "stop"))
+                if body.include_usage:
+                    usage = usage_body(prompt_tokens, routed.tokens)
+                    yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
+                yield SSE_DONE
+            finally:
+                work.cancel()
+
+        async def stop_upstream() -> None:
+            work.cancel()  # the client left, possibly before the stream started: stop the call
+
+        headers = {ENDPOINT_HEADER: serving[0]}
+        return _event_stream(events(), headers, background=BackgroundTask(stop_upstream))
+
+    # -- routing inputs -------------------------------------------------------------------
+
+    def _pinned(self, model: str, role: Role) -> str | None:
+        """The endpoint a `model` names; None (automatic routing) for any other name."""
+        endpoint = self.router.pool.get(model) if model else None
+        if endpoint is None:
+            return None
+        roles = endpoint.roles
+        if role not in roles:
+            served = "completions" if role == "inline" else "chat completions"
+            raise GatewayError(
+                400,
+                f"endpoint {model!r} does not serve {served} (its roles: {', '.join(roles)}); "
+                f"use model {AUTO_MODEL!r} to route automatically",
+                param="model",
+                code="model_not_supported",
+            )
+        return endpoint.name
+
+    def _privacy(self, request: Request, prompt_text: str) -> _Privacy:
+        uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
+        if request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES:
+            return _Privacy(uri, "sensitive")
+        return _Privacy(uri, self.suggestions.local_only_reason(uri, prompt_text))
+
+    def _unavailable(self, role: Role, local_only: str | None) -> GatewayError | None:
+        """Why nothing could serve a request of `role` without trying, or None."""
+        local = self.router.pool.local
+        state = getattr(local.backend, "state", "ready") if local is not None else "disabled"
+        must_stay_local = local_only is not None or (
+            role == "inline" and self.router.offline.active
+        )
+        if must_stay_local:
+            why = (
+                "this request must stay on this machine" if local_only else "the gateway is offline"
+            )
+        elif self.router.config.endpoints_with_role(role):
+            return None
+        else:
+            why = f"no endpoint has the role {role!r}"
+        if state == "disabled":
+            return GatewayError(
+                503,
+                f"{why} and the local model is disabled ([local] enabled = false)",
+                code="no_endpoint_available",
+            )
+        if state == "failed":
+            error = getattr(local.backend, "load_error", None) if local else None
+            return GatewayError(
+                503,
+                f"{why} and the local model failed to load: {error or 'unknown error'}",
+                code="no_endpoint_available",
+            )
+        if role == "inline" and state != "ready":
+            return GatewayError(
+                503,
+                f"{why} and the local model is still loading; retry shortly",
+                code="local_model_loading",
+                headers={"Retry-After": LOADING_RETRY_AFTER_S},
+            )
+        return None
+
+
+def _completion_request(body: CompletionBody) -> CompletionRequest:
+    prefix, suffix = body.prompt, body.suffix
+    if suffix is None:
+        parts = split_fim_prompt(body.prompt)
+        prefix, suffix = (parts.prefix, parts.suffix) if parts else (body.prompt, "")
+    single_line = is_mid_line(suffix)
+    crlf = "\r\n" in prefix or "\r\n" in suffix
+    return CompletionRequest(
+        prefix=prefix,
+        suffix=suffix,
+        max_tokens=min(body.max_tokens or DEFAULT_INLINE_MAX_TOKENS, MAX_INLINE_TOKENS),
+        stop=body.stop or stop_sequences(single_line=single_line, crlf=crlf),
+        single_line=single_line,
+        temperature=body.temperature or 0.0,
+    )
+
+
+def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
+    """The file named by `X-Gateway-LS-Path` also tells post-processing the language."""
+    if uri == DEFAULT_URI:
+        return request
+    language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "")
+    return dataclasses.replace(request, path=uri, language=language)
+
+
+def _routing_headers(routed: Routed) -> dict[str, str]:
+    return {ENDPOINT_HEADER: routed.endpoint or "none", REASON_HEADER: routed.reason}
+
+
+def _event_stream(
+    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
+) -> StreamingResponse:
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+        background=background,
+    )
+
+
+def _upstream_failed(failed: RoutingFailed) -> GatewayError:
+    return GatewayError(502, f"no endpoint answered: {failed}", code="upstream_failed")
+
+
+def _raise_if_failed(work: asyncio.Task[Routed]) -> None:
+    try:
+        work.result()
+    except RoutingFailed as failed:
+        raise _upstream_failed(failed) from None

@@ -1,0 +1,139 @@
+"""HTTP plumbing of the gateway: bearer-token check, bounded body reads, client disconnects and
+errors in OpenAI's shape, so the request handlers only speak about routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lsp_server.gateway.openai_wire import GatewayError, error_body
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+# Routes a liveness probe may reach without the token; they reveal nothing.
+OPEN_PATHS = frozenset({"/healthz"})
+
+T = TypeVar("T")
+
+
+class ClientGone(Exception):
+    """The client closed the connection before the answer was ready."""
+
+
+class BearerAuth:
+    """ASGI middleware: every request needs `Authorization: Bearer <token>` when one is set."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+        self.app = app
+        self._token = token.encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._token is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        error = GatewayError(
+            401,
+            "missing or invalid API key: send `Authorization: Bearer <token>`",
+            code="invalid_api_key",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await error_response(error)(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        assert self._token is not None
+        header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+        scheme, _, presented = header.partition(b" ")
+        if scheme.lower() != b"bearer":
+            return False
+        return hmac.compare_digest(presented.strip(), self._token)
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The whole request body, refused with 413 as soon as it passes `limit` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"the request body is larger than {limit // (1024 * 1024)} MB", code="too_large"
+    )
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """Await `work`, cancelling it (and its upstream calls) if the client goes away first.
+
+    Only valid once the body has been read: from then on the ASGI server's next message is the
+    disconnect.
+    """
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_wait_for_disconnect(request))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        raise ClientGone
+    return task.result()
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def error_response(error: GatewayError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
+async def on_gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return error_response(exc)
+
+
+async def on_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405, in OpenAI's shape."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no such route: {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    body = error_body(
+        exc.status_code, message, code="unknown_url" if exc.status_code == 404 else None
+    )
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def on_client_gone(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)  # nobody is listening; the status is for the access log
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    """The client gets no stack trace; the ASGI server logs it after this response is sent."""
+    return JSONResponse(error_body(500, "internal error; see the gateway's log"), status_code=500)

@@ -1,0 +1,179 @@
+"""pygls' protocol with five additions.
+
+- `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
+  as inner tasks that a cancel of the outer request does not reach. A command handler links its
+  task to the request id here, so a cancel from the editor stops it (and with it the model call)
+  at once.
+- A request whose params or envelope do not decode is answered with a JSON-RPC error. pygls
+  raises while decoding, before it knows a request is there, and the client would wait forever.
+- Handlers of notifications (and the inner steps of pygls' own handlers) are forgotten when they
+  finish. pygls files them under made-up ids that nothing ever removes, so every `didChange`
+  would stay in memory for the life of the server.
+- `shutdown` while requests are still running answers cleanly (see `lsp_shutdown`).
+- Documents split lines the way LSP does (see `documents`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Generator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcMethodNotFound,
+)
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from lsp_server.lsp.documents import LspWorkspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableRequest:
+    """A request that did not decode; it is still owed an answer."""
+
+    id: int | str | None
+    error: JsonRpcException
+
+
+class GatewayProtocol(LanguageServerProtocol):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._linked: dict[object, asyncio.Task[object]] = {}
+
+    def link_current_task(self) -> object:
+        """Tie the running task to the request being handled; returns the request id."""
+        msg_id = self._ctx_msg_id.get()
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            self._linked[msg_id] = task
+            task.add_done_callback(lambda _: self._linked.pop(msg_id, None))
+        return msg_id
+
+    def _handle_cancel_notification(self, msg_id: object) -> None:  # type: ignore[override]
+        linked = self._linked.pop(msg_id, None)
+        if linked is not None:
+            linked.cancel()
+        super()._handle_cancel_notification(msg_id)  # type: ignore[arg-type]
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, types.InitializeResult]:
+        result = yield from super().lsp_initialize(params)
+        # pygls builds a plain Workspace; ours only changes how documents split lines (no
+        # documents exist yet, and it adds no state).
+        self._workspace.__class__ = LspWorkspace
+        return result
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """Cancel what is still running over a snapshot first: pygls cancels pending requests
+        while iterating over the live table, and a cancelled plain future removes itself from
+        that table inside `cancel()`."""
+        current = self.msg_id
+        for task in list(self._linked.values()):
+            task.cancel()
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        return (yield from super().lsp_shutdown(*args))
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "method" not in data or "id" not in data:
+                raise
+            if not _is_message_id(data["id"]):
+                return UnreadableRequest(None, JsonRpcInvalidRequest("invalid id"))
+            try:
+                self._get_handler(data["method"])
+            except JsonRpcMethodNotFound as unknown:
+                return UnreadableRequest(data["id"], unknown)
+            return UnreadableRequest(data["id"], _as_invalid_params(error))
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, UnreadableRequest):
+            log.warning("answering an unreadable request: %s", message.error)
+            self._send_error(message.id, message.error)
+            return
+        version = getattr(message, "jsonrpc", None) if not isinstance(message, dict) else None
+        if version != self.VERSION:
+            self._reject_non_jsonrpc(message)
+            return
+        super().handle_message(message)
+
+    def _reject_non_jsonrpc(self, message: Any) -> None:
+        """Not JSON-RPC 2.0; a request among such is answered with Invalid Request."""
+        log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", message)
+        if isinstance(message, dict):
+            is_request, msg_id = "method" in message and "id" in message, message.get("id")
+        else:
+            is_request, msg_id = hasattr(message, "method"), getattr(message, "id", None)
+        if is_request:
+            msg_id = msg_id if _is_message_id(msg_id) else None
+            self._send_error(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+
+    def _send_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
+        if msg_id is not None:
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        # JSON-RPC wants `"id": null` here, which lsprotocol's converter would leave out.
+        body = {"code": error.code, "message": error.message}
+        self._send_data({"jsonrpc": self.VERSION, "id": None, "error": body})
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(partial(self._forget_future, msg_id))
+
+    def _forget_future(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
+        """Deferred to the loop: a plain future runs this inside `cancel()`, and pygls cancels
+        futures while it iterates over them at shutdown."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._forget_now(msg_id, future)
+        else:
+            loop.call_soon(self._forget_now, msg_id, future)
+
+    def _forget_now(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
+        if self._request_futures.get(msg_id) is future:
+            del self._request_futures[msg_id]
+
+    def cancel_request(self, msg_id: Any) -> None:
+        """Cancel a request being handled, as a `$/cancelRequest` from the client would."""
+        self._handle_cancel_notification(msg_id)
+
+
+def _is_message_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _as_invalid_params(error: JsonRpcException) -> JsonRpcException:
+    """pygls reports a params value of the wrong shape as Internal Error when cattrs fails
+    other than by validation; to the client both are params it must fix."""
+    if isinstance(error, JsonRpcInvalidParams):
+        return error
+    return JsonRpcInvalidParams(f"params do not decode: {error.__cause__ or error}")

@@ -1,0 +1,576 @@
+"""The LSP front door: pygls handlers wired to the plain services, and nothing more.
+
+Inline completion and completion both ask `SuggestionService`; code actions and the
+`gatewayLs.*` commands go to `RefactorService` and the router. A newer inline request for a
+document supersedes the one in flight, and `$/cancelRequest` stops the backend calls at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from lsp_server import __version__
+from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.config.editor_settings import Settings
+from lsp_server.config.loader import ConfigError, missing_api_keys
+from lsp_server.config.model import Config
+from lsp_server.config.watcher import ConfigWatcher
+from lsp_server.lsp.documents import client_units, offset_at
+from lsp_server.lsp.protocol import GatewayProtocol
+from lsp_server.progress import StderrProgress
+from lsp_server.refactor.prompt import READY_INSTRUCTIONS
+from lsp_server.refactor.service import RefactorFailed, RefactorService
+from lsp_server.routing.router import Router
+from lsp_server.routing.status_file import StatusPublisher
+from lsp_server.suggest.service import Suggestion, SuggestionService
+
+log = logging.getLogger(__name__)
+
+SETTINGS_KEY = "gatewayLs"
+CMD_REFACTOR = "gatewayLs.refactor"
+CMD_SET_OFFLINE = "gatewayLs.setOffline"
+CMD_STATUS = "gatewayLs.status"
+REFACTOR_ACTION_TITLE = "Refactor with reasoning model…"
+OFFLINE_MODES = ("auto", "always", "never")
+_WORD_AT_END = re.compile(r"\w+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    router: Router
+    suggestions: SuggestionService
+    refactors: RefactorService
+
+
+class GatewayServer(LanguageServer):
+    def __init__(self, config: Config, *, watch_config: bool = True) -> None:
+        super().__init__(
+            "gateway-ls",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=GatewayProtocol,
+        )
+        self.settings = Settings(config)
+        self._watch_config = watch_config
+        self._watcher: ConfigWatcher | None = None
+        self._services: Services | None = None
+        self._inflight: dict[str, asyncio.Task[Any]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._load_progress_token: str | None = None
+        self._publisher: StatusPublisher | None = None
+        self._stderr_progress = StderrProgress()
+
+    # -- services, built once the event loop runs -----------------------------------------
+
+    def start_services(self) -> None:
+        """Build the router now; it starts loading a local model every keystroke will need."""
+        self._services = self.services
+
+    @property
+    def services(self) -> Services:
+        if self._services is None:
+            self._loop = asyncio.get_running_loop()
+            router = Router(
+                self.settings.effective,
+                remote_factory=remote_backend,
+                local_factory=local_backend_factory(self._on_model_progress),
+            )
+            suggestions = SuggestionService(router)
+            self._services = Services(router, suggestions, RefactorService(router, suggestions))
+        return self._services
+
+    @property
+    def router(self) -> Router:
+        return self.services.router
+
+    @property
+    def suggestions(self) -> SuggestionService:
+        return self.services.suggestions
+
+    @property
+    def refactors(self) -> RefactorService:
+        return self.services.refactors
+
+    def apply_config(self, config: Config) -> None:
+        if self._services is not None:
+            self._services.router.reconfigure(config)
+
+    # -- configuration --------------------------------------------------------------------
+
+    def apply_overrides(self, overrides: Any, *, origin: str) -> None:
+        if overrides is None:
+            return
+        if not isinstance(overrides, Mapping):
+            self.report_config_error(
+                ConfigError("expected an object", file=origin, key=SETTINGS_KEY)
+            )
+            return
+        try:
+            config = self.settings.with_overrides(overrides, origin=origin)
+        except ConfigError as error:
+            self.report_config_error(error)
+            return
+        self.apply_config(config)
+
+    def on_file_config(self, config: Config) -> None:
+        try:
+            effective = self.settings.with_file(config)
+        except ConfigError as error:
+            self.report_config_error(error)
+            return
+        log.info("configuration reloaded from %s", config.source or "defaults")
+        self.apply_config(effective)
+
+    def report_config_error(self, error: ConfigError) -> None:
+        message = f"gateway-ls: invalid configuration, the last good one stays in force: {error}"
+        log.error("%s", message)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=message)
+        )
+
+    async def start_watching(self) -> None:
+        if not self._watch_config or self._watcher is not None:
+            return
+        self._watcher = ConfigWatcher(
+            self.settings.effective.source, self.on_file_config, self.report_config_error
+        )
+        await self._watcher.start()
+
+    def start_publishing(self) -> None:
+        if self._publisher is None:
+            self._publisher = StatusPublisher(self.router.status, kind="lsp")
+            self._publisher.start()
+
+    async def stop(self) -> None:
+        if self._publisher is not None:
+            await self._publisher.stop()
+        if self._watcher is not None:
+            await self._watcher.stop()
+        if self._services is not None:
+            await self._services.router.aclose()
+
+    # -- inline suggestions ---------------------------------------------------------------
+
+    def forget_document(self, uri: str) -> None:
+        task = self._inflight.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        if self._services is not None:
+            self._services.suggestions.forget(uri)
+
+    async def suggest_at(
+        self, uri: str, position: types.Position
+    ) -> tuple[TextDocument, Suggestion] | None:
+        document = open_document(self, uri)
+        if document is None:
+            return None
+        offset = offset_at(document, position)
+        current = asyncio.current_task()
+        previous = self._inflight.get(uri)
+        if previous is not None and previous is not current and not previous.done():
+            previous.cancel()  # superseded by this newer keystroke
+        if current is not None:
+            self._inflight[uri] = current
+        try:
+            suggestion = await self.suggestions.suggest(
+                uri=uri,
+                text=document.source,
+                offset=offset,
+                language=document.language_id or "",
+            )
+        finally:
+            if self._inflight.get(uri) is current:
+                del self._inflight[uri]
+        return document, suggestion
+
+    def inflight(self) -> dict[str, int]:
+        """Work under way, for `gatewayLs.status`: the counts a leak would make grow."""
+        return {
+            "requests": len(self.protocol._request_futures),
+            "inline": len(self._inflight),
+            "tasks": len(asyncio.all_tasks()),
+        }
+
+    # -- what the person should know -------------------------------------------------------
+
+    def warn_missing_keys(self) -> None:
+        for endpoint, variable in missing_api_keys(self.settings.effective):
+            message = (
+                f"gateway-ls: endpoint {endpoint}: environment variable {variable} is not set; "
+                "its requests fail until it is"
+            )
+            log.warning("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+
+    def _local_model_failed(self) -> bool:
+        local = self._services.router.pool.local if self._services is not None else None
+        return local is not None and getattr(local.backend, "state", "") == "failed"
+
+    # -- local model loading progress -----------------------------------------------------
+
+    def _on_model_progress(self, message: str, fraction: float | None) -> None:
+        """Forwards loading progress to stderr (the editor's server log) and, as work-done
+        progress, to the editor's UI."""
+        self._stderr_progress(message, fraction)
+        if self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._report_model_progress, message, fraction)
+
+    def _report_model_progress(self, message: str, fraction: float | None) -> None:
+        percentage = None if fraction is None else int(fraction * 100)
+        done = fraction is not None and fraction >= 1.0
+        if done and self._local_model_failed():
+            log.error("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"gateway-ls: {message}"
+                )
+            )
+        if not _client_supports_progress(self):
+            return
+        if self._load_progress_token is None:
+            token = f"gateway-ls-model-{uuid.uuid4()}"
+            self._load_progress_token = token
+            self.work_done_progress.create(token)
+            self.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title="gateway-ls: loading the local model",
+                    message=message,
+                    percentage=percentage,
+                ),
+            )
+        token = self._load_progress_token
+        if done:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+            self._load_progress_token = None
+        else:
+            self.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+            )
+
+
+def _client_supports_progress(server: LanguageServer) -> bool:
+    try:
+        window = server.client_capabilities.window
+    except AttributeError:
+        return False
+    return bool(window and window.work_done_progress)
+
+
+def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
+    """The open document for `uri`; pygls keys them by the percent-decoded URI."""
+    return ls.workspace.text_documents.get(unquote(uri))
+
+
+def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer:
+    server = GatewayServer(config, watch_config=watch_config)
+    register_features(server)
+    return server
+
+
+def register_features(server: GatewayServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: GatewayServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        if isinstance(options, Mapping) and SETTINGS_KEY in options:
+            ls.apply_overrides(options[SETTINGS_KEY], origin="initializationOptions")
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: GatewayServer, params: types.InitializedParams) -> None:
+        ls.start_services()
+        await ls.start_watching()
+        ls.start_publishing()
+        ls.warn_missing_keys()
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: GatewayServer, params: None) -> None:
+        await ls.stop()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(
+        ls: GatewayServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        settings = params.settings
+        if isinstance(settings, Mapping) and SETTINGS_KEY in settings:
+            ls.apply_overrides(settings[SETTINGS_KEY], origin="workspace/didChangeConfiguration")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GatewayServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget_document(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(
+        ls: GatewayServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList:
+        found = await ls.suggest_at(params.text_document.uri, params.position)
+        if found is None or not found[1].text:
+            return types.InlineCompletionList(items=[])
+        _, suggestion = found
+        item = types.InlineCompletionItem(
+            insert_text=suggestion.text,
+            range=types.Range(start=params.position, end=params.position),
+        )
+        return types.InlineCompletionList(items=[item])
+
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=[".", "(", " ", "\n"], resolve_provider=False),
+    )
+    async def completion(ls: GatewayServer, params: types.CompletionParams) -> types.CompletionList:
+        found = await ls.suggest_at(params.text_document.uri, params.position)
+        if found is None or not found[1].text:
+            return types.CompletionList(is_incomplete=True, items=[])
+        document, suggestion = found
+        return types.CompletionList(
+            is_incomplete=True, items=[_completion_item(document, params.position, suggestion)]
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite]),
+    )
+    def code_action(ls: GatewayServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        selection = params.range
+        if selection.start == selection.end:
+            return []
+        if open_document(ls, params.text_document.uri) is None:
+            return []
+        only = params.context.only
+        if only and not any(types.CodeActionKind.RefactorRewrite.startswith(k) for k in only):
+            return []
+        target = {"uri": params.text_document.uri, "range": _range_json(selection)}
+        actions = [_refactor_action(REFACTOR_ACTION_TITLE, {**target, "instruction": ""})]
+        for title, instruction in READY_INSTRUCTIONS:
+            actions.append(
+                _refactor_action(f"Refactor: {title}", {**target, "instruction": instruction})
+            )
+        return actions
+
+    @server.command(CMD_STATUS)
+    def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        return {**ls.router.status(), "inflight": ls.inflight()}
+
+    @server.command(CMD_SET_OFFLINE)
+    def set_offline(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        mode = args[0] if args else None
+        if isinstance(mode, Mapping):
+            mode = mode.get("mode")
+        if mode not in OFFLINE_MODES:
+            raise ValueError(f"gatewayLs.setOffline takes one of {', '.join(OFFLINE_MODES)}")
+        ls.router.set_offline(mode)
+        return {"offline": mode}
+
+    @server.command(CMD_REFACTOR)
+    async def refactor(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        request_id = ls.protocol.link_current_task()  # type: ignore[attr-defined]
+        return await run_refactor_command(ls, args, request_id=request_id)
+
+
+async def run_refactor_command(
+    ls: GatewayServer, args: tuple[Any, ...], *, request_id: object = None
+) -> dict[str, Any]:
+    """Validate the arguments, run the refactor with progress, apply the edit; never partial.
+
+    `request_id` is the `workspace/executeCommand` request; a cancel from the progress UI
+    cancels it as `$/cancelRequest` would, so that it is answered."""
+    params = args[0] if args else None
+    if not isinstance(params, Mapping):
+        raise ValueError("gatewayLs.refactor takes one argument: {uri, range, instruction}")
+    uri = params.get("uri")
+    document = open_document(ls, uri) if isinstance(uri, str) else None
+    if document is None:
+        raise ValueError(f"gatewayLs.refactor: document not open: {uri}")
+    selection = _parse_range(params.get("range"))
+    instruction = params.get("instruction") or ""
+    if not isinstance(instruction, str):
+        raise ValueError("gatewayLs.refactor: instruction must be a string")
+    version = document.version
+    start, end = offset_at(document, selection.start), offset_at(document, selection.end)
+    progress = RefactorProgress(ls, request_id)
+    progress.begin()
+    try:
+        result = await ls.refactors.refactor(
+            uri=document.uri,
+            text=document.source,
+            start=start,
+            end=end,
+            language=document.language_id or "",
+            instruction=instruction,
+            on_tokens=progress.tokens,
+        )
+    except RefactorFailed as failure:
+        progress.end("failed")
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Error, message=f"gateway-ls: {failure}")
+        )
+        return {"applied": False, "error": str(failure)}
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        raise
+    if document.version != version:
+        progress.end("document changed")
+        message = "gateway-ls: the document changed while the model worked; nothing was applied"
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+        )
+        return {"applied": False, "error": "document changed"}
+    progress.end(f"answered by {result.endpoint}")
+    if not result.edits:
+        message = f"gateway-ls: {result.endpoint} answered with the code unchanged"
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=message)
+        )
+        return {"applied": False, "endpoint": result.endpoint, "error": "no change"}
+    label = f"gateway-ls: {result.instruction[:60]} (model: {result.endpoint})"
+    edit = types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=document.uri, version=version
+                ),
+                edits=list(result.edits),
+            )
+        ]
+    )
+    response = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=edit, label=label)
+    )
+    applied = bool(getattr(response, "applied", False))
+    return {"applied": applied, "endpoint": result.endpoint, "edits": len(result.edits)}
+
+
+class RefactorProgress:
+    """Work-done progress for one refactor, cancellable from the editor's progress UI."""
+
+    def __init__(self, ls: GatewayServer, request_id: object = None) -> None:
+        self._ls = ls
+        self._request_id = request_id
+        self._token: str | None = None
+        self._task = asyncio.current_task()
+        self._last_percentage = -1
+
+    def begin(self) -> None:
+        if not _client_supports_progress(self._ls):
+            return
+        token = self._token = f"gateway-ls-refactor-{uuid.uuid4()}"
+        progress = self._ls.work_done_progress
+        progress.create(token, callback=lambda *_: self._on_created(token))
+        progress.begin(
+            token,
+            types.WorkDoneProgressBegin(
+                title="gateway-ls: refactoring", message="asking the model…", cancellable=True
+            ),
+        )
+        self._cancel_on(progress.tokens.get(token))
+
+    def _on_created(self, token: str) -> None:
+        """pygls files a new cancel future for the token once the client confirms it."""
+        tokens = self._ls.work_done_progress.tokens
+        if self._token != token:  # ended before the client answered
+            tokens.pop(token, None)
+            return
+        self._cancel_on(tokens.get(token))
+
+    def _cancel_on(self, future: Future[Any] | None) -> None:
+        if future is not None:
+            future.add_done_callback(lambda f: self._cancel() if f.cancelled() else None)
+
+    def _cancel(self) -> None:
+        """Stop the refactor; the request is answered as cancelled, as the protocol asks.
+        Cancelling the task alone would leave pygls waiting on it and the editor unanswered."""
+        if self._request_id is not None:
+            self._ls.protocol.cancel_request(self._request_id)  # type: ignore[arg-type]
+        elif self._task is not None:
+            self._task.cancel()
+
+    def tokens(self, received: int, budget: int) -> None:
+        if self._token is None:
+            return
+        percentage = min(99, received * 100 // max(budget, 1))
+        if percentage == self._last_percentage:
+            return
+        self._last_percentage = percentage
+        self._ls.work_done_progress.report(
+            self._token,
+            types.WorkDoneProgressReport(message=f"{received} tokens", percentage=percentage),
+        )
+
+    def end(self, message: str) -> None:
+        if self._token is None:
+            return
+        self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
+        self._ls.work_done_progress.tokens.pop(self._token, None)
+        self._token = None
+
+
+def _completion_item(
+    document: TextDocument, position: types.Position, suggestion: Suggestion
+) -> types.CompletionItem:
+    """The suggestion as a completion item that replaces the word being typed, so clients
+    that filter by word (Zed, Neovim) keep showing it while the person types on."""
+    cursor = offset_at(document, position)
+    line_start = document.source.rfind("\n", 0, cursor) + 1
+    word = _WORD_AT_END.search(document.source, line_start, cursor)
+    typed = word.group(0) if word else ""
+    start = types.Position(
+        line=position.line, character=position.character - client_units(document, typed)
+    )
+    new_text = typed + suggestion.text
+    first_line = new_text.strip().splitlines()[0] if new_text.strip() else new_text
+    detail = f"gateway-ls · {suggestion.endpoint or 'cache'}"
+    if not suggestion.from_cache:
+        detail += f" · {suggestion.latency_ms:.0f} ms"
+    return types.CompletionItem(
+        label=first_line[:80],
+        kind=types.CompletionItemKind.Snippet,
+        detail=detail,
+        documentation=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"
+        ),
+        filter_text=new_text,
+        sort_text="0",
+        preselect=True,
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=types.Range(start=start, end=position), new_text=new_text),
+    )
+
+
+def _refactor_action(title: str, argument: dict[str, Any]) -> types.CodeAction:
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.RefactorRewrite,
+        command=types.Command(title=title, command=CMD_REFACTOR, arguments=[argument]),
+    )
+
+
+def _range_json(selection: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": selection.start.line, "character": selection.start.character},
+        "end": {"line": selection.end.line, "character": selection.end.character},
+    }
+
+
+def _parse_range(value: Any) -> types.Range:
+    try:
+        start, end = value["start"], value["end"]
+        return types.Range(
+            start=types.Position(line=int(start["line"]), character=int(start["character"])),
+            end=types.Position(line=int(end["line"]), character=int(end["character"])),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("gatewayLs.refactor: range must be {start, end} positions") from None

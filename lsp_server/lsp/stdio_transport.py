@@ -1,0 +1,107 @@
+"""LSP over stdio, read by the event loop itself.
+
+pygls reads stdin through a thread pool: each header line and each body is a hop to a worker
+thread and back, which costs more than everything else on a keystroke's path through the server.
+Editors hand a language server a pipe, and a pipe the event loop can watch directly; anything
+asyncio cannot watch (a regular file, say) falls back to pygls' threaded reader.
+
+Both readers are bounded like `bounded_stdin`: a body beyond `MAX_MESSAGE_BYTES` is read and
+thrown away in chunks and handed on as a body that does not parse, which pygls logs and skips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from threading import Event
+from typing import BinaryIO
+
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
+
+from lsp_server.lsp.bounded_stdin import (
+    DISCARD_CHUNK,
+    MAX_MESSAGE_BYTES,
+    UNREADABLE_BODY,
+    BoundedStdin,
+)
+
+log = logging.getLogger(__name__)
+
+_HEADER_LINE_LIMIT = 64 * 1024
+_IGNORED_HEADER = b"X-Discarded: an over-long header line\r\n"
+
+
+class PipeReader:
+    """`readline` / `readexactly` on stdin for pygls' message loop, without threads."""
+
+    def __init__(self, stream: BinaryIO, server: LanguageServer) -> None:
+        self._stream = stream
+        self._server = server
+        self._pipe: asyncio.StreamReader | None = None
+        self._fallback: StdinAsyncReader | None = None
+
+    async def readline(self) -> bytes:
+        pipe = await self._open()
+        if pipe is None:
+            return await self._threaded().readline()
+        try:
+            return await pipe.readline()
+        except ValueError:  # longer than the limit; asyncio has dropped what it buffered
+            return _IGNORED_HEADER
+
+    async def readexactly(self, n: int) -> bytes:
+        pipe = await self._open()
+        if pipe is None:
+            return await self._threaded().readexactly(n)
+        try:
+            if n <= MAX_MESSAGE_BYTES:
+                return await pipe.readexactly(n)
+            remaining = n
+            while remaining > 0:
+                remaining -= len(await pipe.readexactly(min(remaining, DISCARD_CHUNK)))
+            return UNREADABLE_BODY
+        except asyncio.IncompleteReadError:
+            return b""  # end of input: the loop stops as it would with pygls' reader
+
+    async def _open(self) -> asyncio.StreamReader | None:
+        if self._pipe is not None or self._fallback is not None:
+            return self._pipe
+        loop = asyncio.get_running_loop()
+        pipe = asyncio.StreamReader(limit=_HEADER_LINE_LIMIT)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(pipe), self._stream)
+        except (ValueError, OSError) as error:
+            log.info("stdin is not a pipe (%s): reading it on a thread", error)
+            self._threaded()
+            return None
+        self._pipe = pipe
+        return pipe
+
+    def _threaded(self) -> StdinAsyncReader:
+        if self._fallback is None:
+            bounded = BoundedStdin(self._stream)
+            self._fallback = StdinAsyncReader(bounded, self._server.thread_pool)  # type: ignore[arg-type]
+        return self._fallback
+
+
+def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader."""
+    server._stop_event = stop_event = Event()  # `server.shutdown()` sets it
+    server.protocol.set_writer(StdoutWriter(stdout))
+    try:
+        asyncio.run(
+            run_async(
+                stop_event=stop_event,
+                reader=PipeReader(stdin, server),
+                protocol=server.protocol,
+                logger=log,
+                error_handler=server.report_server_error,
+            )
+        )
+    except BrokenPipeError:
+        log.error("the connection to the editor is gone; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()

@@ -1,0 +1,180 @@
+"""Privacy rules: which requests must stay on the machine (routing rule 1).
+
+A request is local-only when its document matches one of `routing.sensitive_globs`, or when
+`routing.redact_secrets` is on and its prompt contains a secret (see `secret_rules`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import unquote, urlsplit
+
+from wcmatch import glob
+
+from lsp_server.privacy.secret_rules import (
+    SecretFinding,
+    contains_secret,
+    find_secrets,
+    first_secret,
+)
+
+__all__ = [
+    "PrivacyVerdict",
+    "SecretFinding",
+    "SecretMemo",
+    "SensitivityPolicy",
+    "classify",
+    "contains_secret",
+    "find_secrets",
+    "normalize_path",
+]
+
+# Paths are normalised to forward slashes first, so patterns are matched the POSIX way on every
+# platform; `**` spans directories and `*` matches dot files, as users of .gitignore expect.
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE | glob.EXTGLOB | glob.FORCEUNIX
+
+# A URI scheme has two or more characters; `C:` is a drive letter.
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+_DRIVE_AFTER_SLASH = re.compile(r"/[A-Za-z]:(?:/|$)")
+
+
+def normalize_path(path_or_uri: str) -> str | None:
+    """The file path a document URI or path names, with forward slashes.
+
+    None for `untitled:` documents, which have no path. For other schemes that carry a path
+    (`vscode-remote:`, `git:`), the path part is used: the file behind them is the same file.
+    """
+    if _URI_SCHEME.match(path_or_uri) is None:
+        return path_or_uri.replace("\\", "/")
+    uri = urlsplit(path_or_uri)
+    if uri.scheme.lower() == "untitled":
+        return None
+    path = unquote(uri.path)
+    if uri.scheme.lower() == "file" and uri.netloc and uri.netloc != "localhost":
+        path = f"//{uri.netloc}{path}"  # a UNC share: file://server/share/x
+    if _DRIVE_AFTER_SLASH.match(path):
+        path = path[1:]  # file:///C:/x names C:/x
+    return path.replace("\\", "/")
+
+
+class SensitivityPolicy:
+    """Which documents are sensitive by their path, per `routing.sensitive_globs`.
+
+    Patterns are compiled once; matching one path against the default five takes microseconds.
+    An invalid pattern raises ValueError here, so configuration loading can report it.
+    """
+
+    def __init__(self, globs: Sequence[str]) -> None:
+        self._matchers = tuple(
+            (pattern, glob.compile(pattern, flags=_GLOB_FLAGS)) for pattern in globs
+        )
+
+    def matching_glob(self, path_or_uri: str) -> str | None:
+        """The first pattern that matches the document, or None."""
+        path = normalize_path(path_or_uri)
+        if not path:
+            return None
+        for pattern, matcher in self._matchers:
+            if matcher.match(path):
+                return pattern
+        return None
+
+    def is_sensitive_path(self, path_or_uri: str) -> bool:
+        return self.matching_glob(path_or_uri) is not None
+
+
+PrivacyReason = Literal["sensitive-path", "secret-in-prompt"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyVerdict:
+    """Whether a request must stay local, and why.
+
+    `detail` names the matching glob or the kind of secret; it never contains the secret.
+    """
+
+    local_only: bool
+    reason: PrivacyReason | None = None
+    detail: str | None = None
+
+
+_SHAREABLE = PrivacyVerdict(local_only=False)
+
+
+# The one rule whose match spans lines (`-----BEGIN … PRIVATE KEY-----` and its body).
+MULTI_LINE_MARKER = "PRIVATE KEY"
+
+
+class SecretMemo:
+    """Secret scanning for keystroke after keystroke in one document.
+
+    Between two keystrokes only the cursor's line changes; the lines before and after it are
+    the same text again. Their verdicts are remembered by value (a dictionary lookup hashes the
+    text, much cheaper than scanning it), so a keystroke rescans one line. Every rule but the
+    private key block looks within one line, so scanning the three parts apart finds what
+    scanning them together would; a prompt with a key block in it is scanned whole.
+    """
+
+    def __init__(self, capacity: int = 32) -> None:
+        self._capacity = capacity
+        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
+
+    def first_secret_kind(self, prefix: str, suffix: str) -> str | None:
+        width = len(MULTI_LINE_MARKER)
+        at_cursor = prefix[-width:] + suffix[:width]
+        if (
+            MULTI_LINE_MARKER in prefix
+            or MULTI_LINE_MARKER in suffix
+            or MULTI_LINE_MARKER in at_cursor
+        ):
+            # A private key block spans lines: judge the whole prompt at once.
+            finding = first_secret(prefix + suffix)
+            return finding.kind if finding is not None else None
+        head, _, line_start = prefix.rpartition("\n")
+        line_end, _, tail = suffix.partition("\n")
+        current = first_secret(line_start + line_end)
+        if current is not None:
+            return current.kind
+        return self._remembered(head) or self._remembered(tail)
+
+    def _remembered(self, text: str) -> str | None:
+        if not text:
+            return None
+        if text in self._verdicts:
+            self._verdicts.move_to_end(text)
+            return self._verdicts[text]
+        finding = first_secret(text)
+        kind = finding.kind if finding is not None else None
+        self._verdicts[text] = kind
+        if len(self._verdicts) > self._capacity:
+            self._verdicts.popitem(last=False)
+        return kind
+
+
+def classify(
+    policy: SensitivityPolicy,
+    path_or_uri: str,
+    prefix: str,
+    suffix: str = "",
+    *,
+    redact_secrets: bool,
+    memo: SecretMemo | None = None,
+) -> PrivacyVerdict:
+    """The privacy verdict for a request about `path_or_uri` whose prompt is `prefix` and
+    `suffix` around the cursor (or the whole prompt as `prefix`)."""
+    matched_glob = policy.matching_glob(path_or_uri)
+    if matched_glob is not None:
+        return PrivacyVerdict(local_only=True, reason="sensitive-path", detail=matched_glob)
+    if redact_secrets:
+        if memo is not None:
+            kind = memo.first_secret_kind(prefix, suffix)
+        else:
+            finding = first_secret(prefix + suffix)
+            kind = finding.kind if finding is not None else None
+        if kind is not None:
+            return PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail=kind)
+    return _SHAREABLE

@@ -1,0 +1,88 @@
+"""Refactor on request (routing rule 4): prompt the reasoning model, turn its answer into edits.
+
+Protocol-free: the LSP layer supplies the document and a progress callback, and applies the edits
+this returns. Nothing is returned unless the whole answer arrived and validated, so a cancel or an
+error can never leave a partial edit behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+from lsp_server.backends.base import ChatRequest
+from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
+from lsp_server.refactor.prompt import build_refactor_messages
+from lsp_server.routing.router import Router, RoutingFailed
+from lsp_server.suggest.service import SuggestionService
+
+DEFAULT_INSTRUCTION = (
+    "Refactor this code to be clearer and more idiomatic without changing its behaviour."
+)
+REFACTOR_MAX_TOKENS = 4096
+
+
+class RefactorFailed(Exception):
+    """Why no edit was made, in words fit for the person who asked."""
+
+
+@dataclass(frozen=True, slots=True)
+class RefactorResult:
+    edits: list[types.TextEdit]
+    endpoint: str
+    reason: str
+    instruction: str
+
+
+class RefactorService:
+    def __init__(self, router: Router, suggestions: SuggestionService) -> None:
+        self._router = router
+        self._suggestions = suggestions
+
+    async def refactor(
+        self,
+        *,
+        uri: str,
+        text: str,
+        start: int,
+        end: int,
+        language: str,
+        instruction: str,
+        on_tokens: Callable[[int, int], None] | None = None,
+    ) -> RefactorResult:
+        """`on_tokens(received, budget)` is called as the answer streams in."""
+        if start >= end:
+            raise RefactorFailed("select the code to refactor first")
+        instruction = instruction.strip() or DEFAULT_INSTRUCTION
+        messages = build_refactor_messages(
+            document_text=text,
+            selection_start=start,
+            selection_end=end,
+            language=language,
+            path=uri,
+            instruction=instruction,
+        )
+        local_only = self._suggestions.local_only_reason(uri, text)
+        received = 0
+
+        def count(chunk: str) -> None:
+            nonlocal received
+            received += 1
+            if on_tokens is not None:
+                on_tokens(received, REFACTOR_MAX_TOKENS)
+
+        request = ChatRequest(messages=messages, max_tokens=REFACTOR_MAX_TOKENS)
+        try:
+            routed = await self._router.refactor(
+                request, uri=uri, local_only=local_only, on_text=count
+            )
+        except RoutingFailed as failure:
+            raise RefactorFailed(f"refactor failed: {failure}") from None
+        endpoint = routed.endpoint or "unknown"
+        try:
+            edits = plan_refactor_edit(text, start, end, routed.text, language)
+        except RefactorOutputError as error:
+            raise RefactorFailed(f"{endpoint} answered, but {error}") from None
+        return RefactorResult(edits, endpoint, routed.reason, instruction)

@@ -1,0 +1,120 @@
+"""The live set of endpoints: a backend, its statistics and its breaker, per configured name.
+
+A hot-reloaded configuration keeps the statistics of endpoints that stay; a changed endpoint
+gets a new backend (new URL, model or key variable) but keeps its history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lsp_server.backends.base import Backend
+from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
+from lsp_server.routing.circuit_breaker import CircuitBreaker
+from lsp_server.routing.latency_stats import EndpointStats
+
+log = logging.getLogger(__name__)
+
+LOCAL_NAME = "local"
+
+RemoteFactory = Callable[[EndpointConfig], Backend]
+LocalFactory = Callable[[LocalConfig], Backend]
+
+
+@dataclass(slots=True)
+class Endpoint:
+    name: str
+    backend: Backend
+    config: EndpointConfig | None  # None for the local model
+    stats: EndpointStats = field(default_factory=EndpointStats)
+    breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
+    last_error: str | None = None
+
+    @property
+    def is_local(self) -> bool:
+        return self.config is None
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The configured roles; the local model serves every role."""
+        return self.config.roles if self.config is not None else ("inline", "refactor")
+
+    @property
+    def price(self) -> Price:
+        return self.config.price_per_mtok if self.config else Price()
+
+
+class EndpointPool:
+    def __init__(self, remote_factory: RemoteFactory, local_factory: LocalFactory) -> None:
+        self._remote_factory = remote_factory
+        self._local_factory = local_factory
+        self.remotes: dict[str, Endpoint] = {}
+        self.local: Endpoint | None = None
+        self._local_config: LocalConfig | None = None
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def apply(self, config: Config) -> None:
+        fresh: dict[str, Endpoint] = {}
+        for endpoint_config in config.endpoints:
+            old = self.remotes.get(endpoint_config.name)
+            if old is not None and old.config == endpoint_config:
+                fresh[old.name] = old
+                continue
+            backend = self._remote_factory(endpoint_config)
+            if old is None:
+                fresh[endpoint_config.name] = Endpoint(
+                    endpoint_config.name, backend, endpoint_config
+                )
+            else:
+                self._close_later(old.backend)
+                old.backend, old.config = backend, endpoint_config
+                fresh[old.name] = old
+        for name, gone in self.remotes.items():
+            if name not in fresh:
+                self._close_later(gone.backend)
+        self.remotes = fresh
+        self._apply_local(config.local)
+
+    def _apply_local(self, local: LocalConfig) -> None:
+        if self._local_config == local and self.local is not None:
+            return
+        previous = self.local
+        self._local_config = local
+        if not local.enabled:
+            self.local = None
+        else:
+            backend = self._local_factory(local)
+            self.local = Endpoint(LOCAL_NAME, backend, None)
+            if previous is not None:
+                self.local.stats = previous.stats
+        if previous is not None:
+            self._close_later(previous.backend)
+
+    def all(self) -> list[Endpoint]:
+        endpoints = list(self.remotes.values())
+        if self.local is not None:
+            endpoints.append(self.local)
+        return endpoints
+
+    def get(self, name: str) -> Endpoint | None:
+        if name == LOCAL_NAME:
+            return self.local
+        return self.remotes.get(name)
+
+    async def aclose(self) -> None:
+        for endpoint in self.all():
+            await endpoint.backend.aclose()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+    def _close_later(self, backend: Backend) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: nothing was opened
+        task = loop.create_task(backend.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)

@@ -1,0 +1,158 @@
+"""One keystroke-level request raced across endpoints: hedging, fallback and the deadline.
+
+The primary starts at once. If it has produced no token after `hedge_after_ms` (and the hedge
+budget allows), the next candidate starts too; a failure starts the next candidate at once. The
+first usable answer wins and every other attempt is cancelled, which closes its HTTP stream or
+stops local generation. At the deadline the request returns what it has, never late text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+from lsp_server.backends.base import BackendError, CompletionRequest, Usage
+from lsp_server.routing.endpoint_pool import Endpoint
+
+
+@dataclass(slots=True)
+class Attempt:
+    endpoint: Endpoint
+    started_at: float
+    hedge: bool
+    usage: Usage = field(default_factory=Usage)
+    parts: list[str] = field(default_factory=list)
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    error: BackendError | None = None
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.finished_at is not None and self.error is None
+
+
+@dataclass(slots=True)
+class RaceOutcome:
+    winner: Attempt | None
+    attempts: list[Attempt]
+    text: str
+    timed_out: bool
+    hedged: bool
+
+
+class InlineRace:
+    def __init__(
+        self,
+        request: CompletionRequest,
+        candidates: list[Endpoint],
+        *,
+        hedge_after_s: float,
+        deadline_s: float,
+        may_hedge: bool,
+    ) -> None:
+        self._request = request
+        self._queue = list(candidates)
+        self._hedge_after_s = hedge_after_s
+        self._deadline_s = deadline_s
+        self._may_hedge = may_hedge
+        self._attempts: list[Attempt] = []
+        self._hedged = False
+        self._wake = asyncio.Event()
+
+    async def run(self) -> RaceOutcome:
+        start = time.monotonic()
+        deadline = start + self._deadline_s
+        hedge_at = start + self._hedge_after_s
+        try:
+            self._launch(hedge=False)
+            while True:
+                winner = self._winner()
+                if winner is not None:
+                    return self._outcome(winner, winner.text, timed_out=False)
+                running = [a for a in self._attempts if a.finished_at is None]
+                if not running:
+                    if not self._launch(hedge=False):
+                        return self._outcome(None, "", timed_out=False)
+                    continue
+                now = time.monotonic()
+                if now >= deadline:
+                    return self._outcome(None, _usable_partial(running), timed_out=True)
+                if self._should_hedge(now, hedge_at, running):
+                    self._hedged = self._launch(hedge=True)
+                    continue
+                wake_at = deadline
+                if self._may_hedge and not self._hedged and now < hedge_at:
+                    wake_at = min(wake_at, hedge_at)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, wake_at - now))
+        finally:
+            await self._cancel_running()
+
+    def _should_hedge(self, now: float, hedge_at: float, running: list[Attempt]) -> bool:
+        if not self._may_hedge or self._hedged or now < hedge_at or not self._queue:
+            return False
+        return all(a.first_token_at is None for a in running)
+
+    def _launch(self, *, hedge: bool) -> bool:
+        if not self._queue:
+            return False
+        endpoint = self._queue.pop(0)
+        attempt = Attempt(endpoint=endpoint, started_at=time.monotonic(), hedge=hedge)
+        attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt))
+        self._attempts.append(attempt)
+        return True
+
+    async def _drive(self, attempt: Attempt) -> None:
+        stream = attempt.endpoint.backend.complete(self._request, attempt.usage)
+        try:
+            async with contextlib.aclosing(stream):  # type: ignore[type-var]
+                async for chunk in stream:
+                    if attempt.first_token_at is None:
+                        attempt.first_token_at = time.monotonic()
+                        self._wake.set()
+                    attempt.parts.append(chunk)
+                    if self._request.single_line and _has_complete_line(attempt.text):
+                        break  # the rest of the line is all a single-line context can use
+        except BackendError as error:
+            attempt.error = error
+        finally:
+            attempt.finished_at = time.monotonic()
+            self._wake.set()
+
+    def _winner(self) -> Attempt | None:
+        finished = [a for a in self._attempts if a.succeeded]
+        if not finished:
+            return None
+        return min(finished, key=lambda a: a.finished_at or 0.0)
+
+    def _outcome(self, winner: Attempt | None, text: str, *, timed_out: bool) -> RaceOutcome:
+        return RaceOutcome(winner, list(self._attempts), text, timed_out, self._hedged)
+
+    async def _cancel_running(self) -> None:
+        tasks = [a.task for a in self._attempts if a.task is not None and not a.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _has_complete_line(text: str) -> bool:
+    stripped = text.lstrip("\n")
+    return "\n" in stripped
+
+
+def _usable_partial(running: list[Attempt]) -> str:
+    """The longest partial answer, cut back to its last whole line or word: never half a token."""
+    best = max((a.text for a in running), key=len, default="")
+    if "\n" in best:
+        return best[: best.rindex("\n") + 1]
+    cut = max(best.rfind(" "), best.rfind("\t"))
+    return best[:cut] if cut > 0 else ""

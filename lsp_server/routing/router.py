@@ -1,0 +1,509 @@
+"""The routing policy shared by every front door (DESIGN.md, routing rules 1-5).
+
+Inline: sensitive or offline → local only; otherwise the `inline` endpoints ranked by expected
+latency (EWMA of recent requests, inflated by their error rate), endpoints with an open breaker
+skipped, the local model last unless it has proved faster. A stale endpoint is now and then put
+first to notice a recovery; the hedge protects that keystroke. Refactor: `refactor` endpoints in
+order of health, then the local model, under a longer deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lsp_server.backends.base import BackendError, ChatRequest, CompletionRequest, Usage
+from lsp_server.config.loader import config_to_dict
+from lsp_server.config.model import Config, OfflineMode
+from lsp_server.routing.circuit_breaker import BreakerState
+from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
+from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
+from lsp_server.routing.offline_monitor import OfflineMonitor
+
+log = logging.getLogger(__name__)
+
+EXPLORE_STALE_S = 15.0  # an endpoint unheard of for this long is worth one more look
+EXPLORE_EVERY_S = 5.0  # at most one exploring request in this interval
+HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
+ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
+ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    text: str
+    endpoint: str | None
+    reason: str
+    latency_ms: float
+    tokens: int
+    timed_out: bool = False
+
+
+class RoutingFailed(Exception):
+    """No endpoint could answer; the message names each endpoint tried and why."""
+
+
+class Router:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        remote_factory: RemoteFactory,
+        local_factory: LocalFactory,
+    ) -> None:
+        self.config = config
+        self.pool = EndpointPool(remote_factory, local_factory)
+        self.pool.apply(config)
+        self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
+        self.decisions = DecisionLog()
+        self.inline_requests = 0
+        self.hedged_requests = 0
+        self._last_explore_at = 0.0
+        self._warm_up()
+
+    # -- configuration -----------------------------------------------------------------
+
+    def reconfigure(self, config: Config) -> None:
+        self.config = config
+        self.pool.apply(config)
+        self.offline.set_mode(config.routing.offline)
+        self.offline.set_remotes(self._inline_remote_configs())
+        self._warm_up()
+
+    def set_offline(self, mode: OfflineMode) -> None:
+        self.offline.set_mode(mode)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Start loading the local model now when it will serve every keystroke (offline
+        "always", or no remote inline endpoint), so the first keystroke finds it ready."""
+        local = self.pool.local
+        if local is not None and (self.offline.mode == "always" or not self._has_remote_inline()):
+            _start_loading(local)
+
+    def _has_remote_inline(self) -> bool:
+        return any("inline" in e.roles for e in self.pool.remotes.values())
+
+    def _inline_remote_configs(self) -> tuple[Any, ...]:
+        return self.config.endpoints_with_role("inline")
+
+    # -- inline ---------------------------------------------------------------------------
+
+    async def inline(
+        self,
+        request: CompletionRequest,
+        *,
+        uri: str | None = None,
+        local_only: str | None = None,
+        pinned: str | None = None,
+    ) -> Routed:
+        """Route one keystroke-level request.
+
+        `local_only` names why it must stay on this machine; `pinned` names the one endpoint a
+        caller asked for by name (privacy still wins over it).
+        """
+        started = time.monotonic()
+        self.inline_requests += 1
+        routing = self.config.routing
+        candidates, reason = self._inline_candidates(local_only)
+        if pinned is not None and local_only is None:
+            for other in candidates:
+                if other.name != pinned:
+                    other.breaker.release()  # let go of a probe slot this request will not use
+            candidates = [e for e in candidates if e.name == pinned]
+            reason = "pinned"
+        if not candidates:
+            return self._record_empty("inline", reason, started, uri)
+        race = InlineRace(
+            request,
+            candidates,
+            hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
+            deadline_s=routing.inline_deadline_ms / 1000,
+            may_hedge=self._hedge_budget_left(),
+        )
+        outcome = await race.run()
+        if outcome.hedged:
+            self.hedged_requests += 1
+        return self._settle_inline(outcome, candidates, reason, request, started, uri)
+
+    def _inline_candidates(self, local_only: str | None) -> tuple[list[Endpoint], str]:
+        local = self.pool.local
+        local_ready = local is not None and _usable_local(local)
+        if local_only is not None or self.offline.active:
+            reason = local_only or "offline"
+            return ([local] if local is not None and local_ready else []), reason
+        remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
+        ranked = self._rank(remotes + ([local] if local is not None and local_ready else []))
+        if not ranked:
+            loading = local is not None and getattr(local.backend, "state", "") == "loading"
+            return [], "local-loading" if loading else "no-endpoint"
+        probing = [e for e in ranked if e.breaker.state is BreakerState.HALF_OPEN]
+        allowed = [e for e in ranked if e.breaker.allow()]
+        if not allowed:
+            return [], "breaker-open"
+        reason = "fastest" if allowed[0] is ranked[0] else "breaker-open"
+        probe = next((e for e in allowed if e in probing), None)
+        if probe is not None:
+            # A recovering endpoint goes first, so it is heard from; the hedge covers the keystroke.
+            allowed.remove(probe)
+            allowed.insert(0, probe)
+            return allowed, "explore"
+        explored = self._explore(allowed)
+        if explored is not None:
+            allowed.remove(explored)
+            allowed.insert(0, explored)
+            reason = "explore"
+        return allowed, reason
+
+    def _rank(self, endpoints: list[Endpoint]) -> list[Endpoint]:
+        """Expected latency; before any data, the configured order (the local model last)."""
+        deadline = self.config.routing.inline_deadline_ms
+        order = {e.name: i for i, e in enumerate(endpoints)}
+
+        def expected(endpoint: Endpoint) -> float:
+            prior = deadline * (1 + order[endpoint.name] * 0.05)
+            if endpoint.is_local:
+                prior *= 2
+            return endpoint.stats.expected_ms(prior)
+
+        return sorted(endpoints, key=expected)
+
+    def _explore(self, allowed: list[Endpoint]) -> Endpoint | None:
+        if len(allowed) < 2:
+            return None
+        now = time.monotonic()
+        if now - self._last_explore_at < EXPLORE_EVERY_S:
+            return None
+        for endpoint in allowed[1:]:
+            last = endpoint.stats.last_sample_at
+            heard_of_best = allowed[0].stats.last_sample_at is not None
+            if heard_of_best and (last is None or now - last > EXPLORE_STALE_S):
+                self._last_explore_at = now
+                return endpoint
+        return None
+
+    def _hedge_delay_ms(self, primary: Endpoint) -> float:
+        """`hedge_after_ms`, or sooner when the primary's first token is usually much faster.
+
+        Waiting out the full delay on a straggler is what makes the tail; hedging once the
+        primary is slower than nine times in ten bounds it, and the hedge budget bounds the cost.
+        """
+        configured = float(self.config.routing.hedge_after_ms)
+        stats = primary.stats
+        if len(stats.recent_first_token_ms) < ADAPTIVE_HEDGE_MIN_SAMPLES:
+            return configured
+        p90 = stats.first_token_percentile(0.9) or configured
+        return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90))
+
+    def _hedge_budget_left(self) -> bool:
+        allowance = self.config.routing.max_hedge_ratio * self.inline_requests + HEDGE_BURST
+        return self.hedged_requests < allowance
+
+    def _settle_inline(
+        self,
+        outcome: RaceOutcome,
+        candidates: list[Endpoint],
+        reason: str,
+        request: CompletionRequest,
+        started: float,
+        uri: str | None,
+    ) -> Routed:
+        for attempt in outcome.attempts:
+            self._record_attempt(attempt, won=attempt is outcome.winner, ended=time.monotonic())
+        tried = {id(a.endpoint) for a in outcome.attempts}
+        for endpoint in candidates:
+            if id(endpoint) not in tried:
+                endpoint.breaker.release()  # allowed as a probe but never asked
+        winner = outcome.winner
+        latency_ms = (time.monotonic() - started) * 1000
+        if winner is not None and winner.endpoint is not candidates[0]:
+            reason = "hedge-win" if winner.hedge else "fallback"
+        served_by = winner.endpoint if winner else None
+        tokens = winner.usage.completion_tokens if winner else 0
+        detail = _failures(outcome.attempts)
+        if outcome.timed_out:
+            reason, detail = "deadline", detail or "no answer within the deadline"
+        cost = 0.0
+        if winner is not None:
+            prompt_tokens = winner.usage.prompt_tokens or (
+                (len(request.prefix) + len(request.suffix)) // 4
+            )
+            cost = estimate_cost(winner.endpoint.price, prompt_tokens, tokens)
+            winner.endpoint.stats.cost_usd += cost
+        self.decisions.add(
+            Decision(
+                time=now_iso(),
+                kind="inline",
+                endpoint=served_by.name if served_by else None,
+                reason=reason,
+                latency_ms=round(latency_ms, 2),
+                tokens=tokens,
+                cost_usd=cost,
+                uri=uri,
+                hedged=outcome.hedged,
+                detail=detail,
+            )
+        )
+        return Routed(
+            outcome.text,
+            served_by.name if served_by else None,
+            reason,
+            latency_ms,
+            tokens,
+            outcome.timed_out,
+        )
+
+    def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
+        endpoint = attempt.endpoint
+        elapsed_ms = ((attempt.finished_at or ended) - attempt.started_at) * 1000
+        if attempt.hedge:
+            endpoint.stats.hedges += 1
+        if attempt.error is not None:
+            self._record_failure(endpoint, attempt.error)
+        elif attempt.succeeded:
+            first_ms = None
+            if attempt.first_token_at is not None:
+                first_ms = (attempt.first_token_at - attempt.started_at) * 1000
+            endpoint.stats.record_success(
+                first_token_ms=first_ms,
+                total_ms=elapsed_ms,
+                tokens=attempt.usage.completion_tokens,
+                won=won,
+            )
+            if endpoint.breaker.state is not BreakerState.CLOSED:
+                endpoint.stats.forgive_errors()
+            endpoint.breaker.record_success()
+            if not endpoint.is_local:
+                self.offline.note_success(endpoint.name)
+        else:
+            endpoint.stats.record_censored(elapsed_ms)
+            endpoint.breaker.release()
+
+    def _record_failure(self, endpoint: Endpoint, error: BackendError) -> None:
+        endpoint.stats.record_failure()
+        endpoint.breaker.record_failure(error.retry_after_s)
+        endpoint.last_error = error.message
+        log.warning("%s", error)
+        if not endpoint.is_local:
+            self.offline.note_failure(error)
+
+    def _record_empty(self, kind: str, reason: str, started: float, uri: str | None) -> Routed:
+        latency_ms = (time.monotonic() - started) * 1000
+        detail = "no endpoint available"
+        self.decisions.add(
+            Decision(
+                now_iso(), kind, None, reason, round(latency_ms, 2), 0, 0.0, uri, False, detail
+            )
+        )
+        return Routed("", None, reason, latency_ms, 0)
+
+    # -- refactor ---------------------------------------------------------------------------
+
+    async def refactor(
+        self,
+        request: ChatRequest,
+        *,
+        uri: str | None = None,
+        local_only: str | None = None,
+        pinned: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
+        restart_after_text: bool = True,
+    ) -> Routed:
+        """Ask the reasoning endpoints in turn (then the local model) under the long deadline.
+
+        `on_attempt` hears the name of each endpoint as it is asked, `on_text` each streamed
+        chunk. A failed attempt's text is dropped and the next
+        endpoint starts from scratch, unless `restart_after_text` is false and some text was
+        already passed on (a caller streaming to its own client cannot take it back).
+        Raises `RoutingFailed` when none answers.
+        """
+        started = time.monotonic()
+        candidates, reason = self._refactor_candidates(local_only)
+        if pinned is not None and local_only is None:
+            candidates = [e for e in candidates if e.name == pinned]
+            reason = "pinned"
+        streamed = False
+
+        def forward(chunk: str) -> None:
+            nonlocal streamed
+            streamed = True
+            if on_text is not None:
+                on_text(chunk)
+
+        if not candidates:
+            if local_only is not None:
+                raise RoutingFailed(
+                    f"this document must stay on this machine ({local_only}) and the local "
+                    "model is disabled ([local] enabled = false)"
+                )
+            raise RoutingFailed("no refactor endpoint is configured and the local model is off")
+        failures: list[str] = []
+        deadline_s = self.config.routing.refactor_deadline_ms / 1000
+        for index, endpoint in enumerate(candidates):
+            remaining = deadline_s - (time.monotonic() - started)
+            if remaining <= 0:
+                failures.append(f"{endpoint.name}: deadline passed")
+                break
+            usage = Usage()
+            attempt_started = time.monotonic()
+            if on_attempt is not None:
+                on_attempt(endpoint.name)
+            try:
+                text = await asyncio.wait_for(
+                    _collect(endpoint, request, usage, forward), timeout=remaining
+                )
+            except TimeoutError:
+                failures.append(f"{endpoint.name}: no answer within the deadline")
+                endpoint.stats.record_failure()
+                if streamed and not restart_after_text:
+                    break
+                continue
+            except BackendError as error:
+                failures.append(f"{endpoint.name}: {error.kind.value}: {error.message}")
+                self._record_failure(endpoint, error)
+                if streamed and not restart_after_text:
+                    break
+                continue
+            elapsed_ms = (time.monotonic() - attempt_started) * 1000
+            endpoint.stats.record_success(
+                first_token_ms=None,
+                total_ms=elapsed_ms,
+                tokens=usage.completion_tokens,
+                won=True,
+            )
+            endpoint.breaker.record_success()
+            final_reason = reason if index == 0 else "fallback"
+            cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
+            endpoint.stats.cost_usd += cost
+            latency_ms = (time.monotonic() - started) * 1000
+            self.decisions.add(
+                Decision(
+                    time=now_iso(),
+                    kind="refactor",
+                    endpoint=endpoint.name,
+                    reason=final_reason,
+                    latency_ms=round(latency_ms, 2),
+                    tokens=usage.completion_tokens,
+                    cost_usd=cost,
+                    uri=uri,
+                    detail="; ".join(failures) or None,
+                )
+            )
+            return Routed(text, endpoint.name, final_reason, latency_ms, usage.completion_tokens)
+        self._record_empty("refactor", "failed", started, uri)
+        raise RoutingFailed("; ".join(failures))
+
+    def _refactor_candidates(self, local_only: str | None) -> tuple[list[Endpoint], str]:
+        local = self.pool.local
+        if local_only is not None:
+            return ([local] if local is not None else []), local_only
+        remotes = [e for e in self.pool.remotes.values() if "refactor" in e.roles]
+        healthy = [e for e in remotes if e.breaker.state is not BreakerState.OPEN]
+        ordered = healthy + [e for e in remotes if e not in healthy]
+        if local is not None:
+            ordered.append(local)
+        return ordered, "configured" if remotes else "fallback"
+
+    # -- status -----------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        local = self.pool.local
+        local_backend = local.backend if local is not None else None
+        return {
+            "offline": self.offline.mode,
+            "offline_active": self.offline.active,
+            "local": {
+                "enabled": local is not None,
+                "state": getattr(local_backend, "state", "disabled"),
+                "model": str(getattr(local_backend, "model_path", "") or ""),
+                "error": getattr(local_backend, "load_error", None),
+                "fim": getattr(local_backend, "fim_supported", None),
+            },
+            "config": config_to_dict(self.config),
+            "inline_requests": self.inline_requests,
+            "hedged_requests": self.hedged_requests,
+            "endpoints": [_endpoint_status(e) for e in self.pool.all()],
+            "decisions": [d.to_json() for d in self.decisions.recent()],
+        }
+
+    async def aclose(self) -> None:
+        await self.offline.aclose()
+        await self.pool.aclose()
+
+
+async def _collect(
+    endpoint: Endpoint,
+    request: ChatRequest,
+    usage: Usage,
+    on_text: Callable[[str], None] | None,
+) -> str:
+    parts: list[str] = []
+    stream = endpoint.backend.chat(request, usage)
+    async with contextlib.aclosing(stream):  # type: ignore[type-var]
+        async for chunk in stream:
+            parts.append(chunk)
+            if on_text is not None:
+                on_text(chunk)
+    return "".join(parts)
+
+
+def _usable_local(endpoint: Endpoint) -> bool:
+    """A local model that is loaded; one not yet loaded starts loading and sits this one out."""
+    state = getattr(endpoint.backend, "state", "ready")
+    if state == "ready":
+        return True
+    if state == "unloaded":
+        _start_loading(endpoint)
+    return False
+
+
+def _start_loading(endpoint: Endpoint) -> None:
+    start = getattr(endpoint.backend, "start_loading", None)
+    if callable(start):
+        start()
+
+
+def _failures(attempts: list[Attempt]) -> str | None:
+    messages = [f"{a.endpoint.name}: {a.error.kind.value}" for a in attempts if a.error]
+    return "; ".join(messages) or None
+
+
+def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
+    stats = endpoint.stats
+    state = endpoint.breaker.state
+    if state is BreakerState.CLOSED:
+        health = "degraded" if (stats.error_rate.value or 0.0) > 0.2 else "healthy"
+    else:
+        health = state.value
+    config = endpoint.config
+    return {
+        "name": endpoint.name,
+        "kind": config.kind if config else "local",
+        "model": config.model if config else "local",
+        "roles": list(endpoint.roles),
+        "health": health,
+        "requests": stats.requests,
+        "wins": stats.wins,
+        "errors": stats.errors,
+        "hedges": stats.hedges,
+        "tokens": stats.tokens,
+        "cost_usd": round(stats.cost_usd, 6),
+        "p50_ms": _round(stats.percentile(0.5)),
+        "p95_ms": _round(stats.percentile(0.95)),
+        "ewma_ms": _round(stats.total_ms.value),
+        "first_token_ewma_ms": _round(stats.first_token_ms.value),
+        "error_rate": round(stats.error_rate.value or 0.0, 3),
+        "retry_in_s": round(endpoint.breaker.retry_in_s, 1),
+        "last_error": endpoint.last_error,
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)

@@ -1,0 +1,3 @@
+"""Inline suggestions: prompt windows around the cursor, the router call,
+post-processing and the completion cache.
+"""

@@ -1,0 +1,86 @@
+"""The inline-suggestion service: document text and cursor in, one cleaned suggestion out.
+
+Front doors (LSP, CLI) call this; it owns the cache lookup, the privacy verdict, the router call
+and post-processing, and knows nothing of the protocol that asked.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, classify
+from lsp_server.routing.endpoint_pool import LOCAL_NAME
+from lsp_server.routing.router import Router
+from lsp_server.suggest.cache import CompletionCache
+from lsp_server.suggest.postprocess import clean_suggestion
+from lsp_server.suggest.prompt import build_completion_request
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    text: str
+    endpoint: str | None
+    reason: str
+    latency_ms: float
+    from_cache: bool = False
+
+
+class SuggestionService:
+    def __init__(self, router: Router, *, cache: CompletionCache | None = None) -> None:
+        self.router = router
+        self.cache = cache or CompletionCache()
+        self._policy = SensitivityPolicy(router.config.routing.sensitive_globs)
+        self._globs = router.config.routing.sensitive_globs
+        self._memos: dict[str, SecretMemo] = {}
+
+    def local_only_reason(self, uri: str, prefix: str, suffix: str = "") -> str | None:
+        """Why a request must stay on this machine ("sensitive"), or None if it may leave."""
+        routing = self.router.config.routing
+        if routing.sensitive_globs != self._globs:
+            self._policy = SensitivityPolicy(routing.sensitive_globs)
+            self._globs = routing.sensitive_globs
+        verdict = classify(
+            self._policy,
+            uri,
+            prefix,
+            suffix,
+            redact_secrets=routing.redact_secrets,
+            memo=self._memo_for(uri),
+        )
+        if not verdict.local_only:
+            return None
+        log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
+        return "sensitive"
+
+    def _memo_for(self, uri: str) -> SecretMemo:
+        memo = self._memos.get(uri)
+        if memo is None:
+            memo = self._memos[uri] = SecretMemo()
+        return memo
+
+    async def suggest(self, *, uri: str, text: str, offset: int, language: str) -> Suggestion:
+        request = build_completion_request(
+            text, offset, language=language, path=uri, max_tokens=self._max_tokens()
+        )
+        local_only = self.local_only_reason(uri, request.prefix, request.suffix)
+        cached = self.cache.get(uri, request.prefix, request.suffix)
+        if cached is not None and (local_only is None or cached.source == LOCAL_NAME):
+            return Suggestion(cached.text, cached.source, "cache", 0.0, from_cache=True)
+        routed = await self.router.inline(request, uri=uri, local_only=local_only)
+        text_out = clean_suggestion(routed.text, request)
+        if text_out and routed.endpoint is not None:
+            self.cache.put(uri, request.prefix, request.suffix, text_out, routed.endpoint)
+        return Suggestion(text_out, routed.endpoint, routed.reason, routed.latency_ms)
+
+    def forget(self, uri: str) -> None:
+        self.cache.invalidate(uri)
+        self._memos.pop(uri, None)
+
+    def _max_tokens(self) -> int:
+        config = self.router.config
+        limits = [e.max_tokens for e in config.endpoints_with_role("inline")]
+        limits.append(config.local.max_tokens)
+        return max(limits)

@@ -1,0 +1,533 @@
+"""End to end: `gateway-ls gateway` as a subprocess on 127.0.0.1, called with the official `openai`
+client (and plain httpx where a client would send what the SDK cannot), in front of loopback
+endpoints the tests own.
+
+Decided behaviour checked here: a request that must stay on this machine (sensitive header,
+secret in the prompt, sensitive path) while the local model is disabled gets a 503 and nothing
+leaves the machine; it never gets an empty 200 that would look like "the model had nothing to say".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from lsp_server.gateway.fim_prompt import split_fim_prompt
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import endpoint_toml, server_env
+
+LOCAL_OFF = "[local]\nenabled = false\n"
+GENEROUS = "[routing]\ninline_deadline_ms = 3000\nhedge_after_ms = 150\n"
+BOTH_ROLES = '["inline", "refactor"]'
+FAST_TEXT = "return a + b\n"
+SLOW_TEXT = "return b + a\n"
+PREFIX = "def add(a, b):\n    "
+SUFFIX = "\n\nprint(add(1, 2))\n"
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+
+
+@dataclass
+class Gateway:
+    process: subprocess.Popen[bytes]
+    root_url: str
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def client(self, api_key: str = "unused") -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=30)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def gateway_command(config_path: Path, *, host: str, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "lsp_server",
+        "gateway",
+        "--config",
+        str(config_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
+
+
+@contextlib.contextmanager
+def running_gateway(
+    directory: Path, config_text: str, *, env: Mapping[str, str] | None = None
+) -> Iterator[Gateway]:
+    directory.mkdir(parents=True, exist_ok=True)
+    config_path = directory / "config.toml"
+    config_path.write_text(config_text, encoding="utf-8")
+    log_path = directory / "gateway.log"
+    port = free_port()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            gateway_command(config_path, host="127.0.0.1", port=port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=server_env(directory, env),
+        )
+    gateway = Gateway(process, f"http://127.0.0.1:{port}", log_path)
+    try:
+        wait_until_healthy(gateway)
+        yield gateway
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_until_healthy(gateway: Gateway, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if gateway.process.poll() is not None:
+            pytest.fail(f"the gateway exited with {gateway.process.returncode}:\n{gateway.log()}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{gateway.root_url}/healthz", timeout=1).status_code == 200:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"the gateway did not answer within {timeout_s} s:\n{gateway.log()}")
+
+
+def generation_bodies(server: FakeLLMServer) -> list[dict]:
+    return [r.json for r in server.requests if r.path.endswith("completions") and r.json]
+
+
+# --- the shared gateway: two endpoints, the slower listed first, no local model ------------
+
+
+@pytest.fixture(scope="module")
+def fast() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(Behaviour(text=FAST_TEXT), name="fast") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def slow() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(Behaviour(text=SLOW_TEXT, latency_s=0.4), name="slow") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, fast: FakeLLMServer, slow: FakeLLMServer
+) -> Iterator[Gateway]:
+    config = (
+        GENEROUS
+        + LOCAL_OFF
+        + endpoint_toml("slow", slow.base_url, roles=BOTH_ROLES)
+        + endpoint_toml("fast", fast.base_url, roles=BOTH_ROLES)
+    )
+    with running_gateway(tmp_path_factory.mktemp("gateway"), config) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def fresh_records(request: pytest.FixtureRequest) -> None:
+    for name in ("fast", "slow"):
+        if name in request.fixturenames:
+            server: FakeLLMServer = request.getfixturevalue(name)
+            server.reset()
+
+
+def test_models_lists_automatic_routing_and_each_endpoint(gateway: Gateway) -> None:
+    models = gateway.client().models.list()
+    assert [model.id for model in models.data] == ["gateway-ls", "slow", "fast"]
+    assert all(model.object == "model" for model in models.data)
+
+
+def test_completion_with_suffix_is_fill_in_the_middle(
+    gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer
+) -> None:
+    raw = gateway.client().completions.with_raw_response.create(
+        model="gateway-ls", prompt=PREFIX, suffix=SUFFIX, max_tokens=32
+    )
+    completion = raw.parse()
+    served_by = raw.headers["x-gateway-ls-endpoint"]
+    assert served_by in ("fast", "slow")
+    assert completion.model == served_by
+    assert completion.object == "text_completion"
+    assert completion.choices[0].text == (FAST_TEXT if served_by == "fast" else SLOW_TEXT).strip()
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    upstream = generation_bodies(fast if served_by == "fast" else slow)[-1]
+    assert (upstream["prompt"], upstream["suffix"]) == (PREFIX, SUFFIX)
+
+
+def test_zed_style_fim_prompt_is_split_into_prefix_and_suffix(
+    gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer
+) -> None:
+    # What Zed's OpenAI-compatible edit-prediction provider posts with prompt_format "qwen".
+    body = {
+        "model": "gateway-ls",
+        "prompt": f"<|fim_prefix|>{PREFIX}<|fim_suffix|>{SUFFIX}<|fim_middle|>",
+        "max_tokens": 64,
+        "temperature": 0.2,
+    }
+    response = httpx.post(f"{gateway.base_url}/completions", json=body, timeout=30)
+    assert response.status_code == 200
+    payload = response.json()
+    assert set(payload) >= {"id", "object", "created", "model", "choices", "usage"}
+    assert payload["object"] == "text_completion"
+    choice = payload["choices"][0]
+    assert set(choice) >= {"index", "text", "finish_reason", "logprobs"}
+    assert choice["logprobs"] is None
+    assert set(payload["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
+    served_by = response.headers["x-gateway-ls-endpoint"]
+    upstream = generation_bodies(fast if served_by == "fast" else slow)[-1]
+    assert upstream["prompt"] == PREFIX
+    assert upstream["suffix"] == SUFFIX
+    assert "<|fim" not in json.dumps(upstream)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "<|fim_prefix|>P1\n<|fim_suffix|>S1\n<|fim_middle|>",
+        "<|repo_name|>demo\n<|file_sep|>a.py\n<|fim_prefix|>P1\n<|fim_suffix|>S1\n<|fim_middle|>",
+        "<fim_prefix>P1\n<fim_suffix>S1\n<fim_middle>",
+        "<｜fim▁begin｜>P1\n<｜fim▁hole｜>S1\n<｜fim▁end｜>",
+        "<PRE> P1\n <SUF>S1\n <MID>",
+        "[SUFFIX]S1\n[PREFIX]P1\n",
+    ],
+)
+def test_each_fim_prompt_format_splits(prompt: str) -> None:
+    parts = split_fim_prompt(prompt)
+    assert parts is not None
+    assert (parts.prefix, parts.suffix) == ("P1\n", "S1\n")
+
+
+def test_a_plain_prompt_is_not_split() -> None:
+    assert split_fim_prompt("def add(a, b):\n    # <|fim_prefix|> in a comment\n") is None
+
+
+def test_streaming_completion(gateway: Gateway) -> None:
+    stream = gateway.client().completions.create(
+        model="gateway-ls", prompt=PREFIX, suffix=SUFFIX, stream=True
+    )
+    chunks = list(stream)
+    text = "".join(chunk.choices[0].text for chunk in chunks if chunk.choices)
+    assert text in (FAST_TEXT.strip(), SLOW_TEXT.strip())
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_chat_completion(gateway: Gateway) -> None:
+    raw = gateway.client().chat.completions.with_raw_response.create(
+        model="gateway-ls",
+        messages=[
+            {"role": "system", "content": "You rewrite code."},
+            {"role": "user", "content": "Swap the operands of a + b."},
+        ],
+    )
+    chat = raw.parse()
+    served_by = raw.headers["x-gateway-ls-endpoint"]
+    assert chat.model == served_by
+    assert chat.choices[0].message.role == "assistant"
+    assert chat.choices[0].message.content == (SLOW_TEXT if served_by == "slow" else FAST_TEXT)
+    assert chat.choices[0].finish_reason == "stop"
+
+
+def test_streaming_chat(gateway: Gateway) -> None:
+    stream = gateway.client().chat.completions.create(
+        model="gateway-ls",
+        messages=[{"role": "user", "content": "Swap the operands."}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finals = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert content in (FAST_TEXT, SLOW_TEXT)
+    assert len(finals) == 1 and finals[0].choices[0].finish_reason == "stop"
+    assert finals[0].model in ("fast", "slow")
+    assert {c.model for c in chunks} == {finals[0].model}  # every chunk names who is writing
+    assert content == (SLOW_TEXT if finals[0].model == "slow" else FAST_TEXT)
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_a_model_naming_an_endpoint_pins_it(gateway: Gateway) -> None:
+    raw = gateway.client().completions.with_raw_response.create(
+        model="slow", prompt=PREFIX, suffix=SUFFIX
+    )
+    assert raw.headers["x-gateway-ls-endpoint"] == "slow"
+    assert raw.parse().model == "slow"
+
+
+def test_an_unknown_model_name_routes_automatically(gateway: Gateway) -> None:
+    completion = gateway.client().completions.create(
+        model="qwen2.5-coder:7b", prompt=PREFIX, suffix=SUFFIX
+    )
+    assert completion.model in ("fast", "slow")
+
+
+def test_most_requests_go_to_the_faster_endpoint(gateway: Gateway) -> None:
+    client = gateway.client()
+    served = []
+    for index in range(12):
+        raw = client.completions.with_raw_response.create(
+            model="gateway-ls", prompt=f"x{index} = ", suffix="\n"
+        )
+        served.append(raw.headers["x-gateway-ls-endpoint"])
+    assert served[-8:].count("fast") >= 6, served
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Gateway-LS-Sensitive": "1"},
+        {"X-Gateway-LS-Sensitive": "true"},
+        {"X-Gateway-LS-Path": "/home/dev/project/.env"},
+    ],
+)
+def test_a_sensitive_request_never_leaves_the_machine(
+    gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer, headers: dict[str, str]
+) -> None:
+    client = gateway.client().with_options(default_headers=headers)
+    with pytest.raises(openai.APIStatusError) as completion_error:
+        client.completions.create(model="gateway-ls", prompt=PREFIX, suffix=SUFFIX)
+    with pytest.raises(openai.APIStatusError) as chat_error:
+        client.chat.completions.create(
+            model="fast", messages=[{"role": "user", "content": "refactor this"}]
+        )
+    for error in (completion_error.value, chat_error.value):
+        assert error.status_code == 503
+        assert "local model is disabled" in error.message
+    assert fast.requests == [] and slow.requests == []
+
+
+def test_a_secret_in_the_prompt_keeps_it_local(
+    gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer
+) -> None:
+    with pytest.raises(openai.APIStatusError) as error:
+        gateway.client().completions.create(
+            model="gateway-ls", prompt=f'AWS_KEY = "{AWS_KEY_ID}"\n', suffix=""
+        )
+    assert error.value.status_code == 503
+    assert AWS_KEY_ID not in fast.received_text() + slow.received_text()
+    assert fast.requests == [] and slow.requests == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "param"),
+    [
+        ("completions", {"model": "gateway-ls"}, "prompt"),
+        ("completions", {"prompt": 42}, "prompt"),
+        ("completions", {"prompt": "x", "max_tokens": "ten"}, "max_tokens"),
+        ("completions", {"prompt": "x", "stop": [1, 2]}, "stop"),
+        ("completions", {"prompt": "x", "stream": "yes"}, "stream"),
+        ("chat/completions", {"messages": []}, "messages"),
+        (
+            "chat/completions",
+            {"messages": [{"role": "wizard", "content": "x"}]},
+            "messages[0].role",
+        ),
+        ("chat/completions", {"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+    ],
+)
+def test_invalid_bodies_get_400_naming_the_field(
+    gateway: Gateway, path: str, body: dict, param: str
+) -> None:
+    response = httpx.post(f"{gateway.base_url}/{path}", json=body, timeout=10)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["param"] == param
+    assert set(error) == {"message", "type", "param", "code"}
+
+
+def test_http_errors_are_openai_shaped(gateway: Gateway) -> None:
+    not_json = httpx.post(
+        f"{gateway.base_url}/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    assert not_json.status_code == 400
+    unknown = httpx.get(f"{gateway.base_url}/engines")
+    assert unknown.status_code == 404
+    wrong_method = httpx.get(f"{gateway.base_url}/completions")
+    assert wrong_method.status_code == 405
+    oversized = httpx.post(
+        f"{gateway.base_url}/completions",
+        content=b'{"prompt": "' + b"x" * (9 * 1024 * 1024) + b'"}',
+        timeout=30,
+    )
+    assert oversized.status_code == 413
+    for response in (not_json, unknown, wrong_method, oversized):
+        error = response.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert "Traceback" not in error["message"]
+
+
+def test_an_endpoint_without_the_role_cannot_be_pinned(tmp_path: Path) -> None:
+    with (
+        FakeLLMServer(Behaviour(text=FAST_TEXT)) as inline_only,
+        running_gateway(
+            tmp_path, GENEROUS + LOCAL_OFF + endpoint_toml("mercury", inline_only.base_url)
+        ) as gateway,
+    ):
+        with pytest.raises(openai.BadRequestError) as error:
+            gateway.client().chat.completions.create(
+                model="mercury", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert error.value.body["param"] == "model"  # type: ignore[index]
+        assert inline_only.requests == []
+
+
+def test_status_is_readable_by_gateway_ls_stats(gateway: Gateway, tmp_path: Path) -> None:
+    gateway.client().completions.create(model="gateway-ls", prompt=PREFIX, suffix=SUFFIX)
+    status = httpx.get(f"{gateway.base_url}/gateway-ls/status").json()
+    assert {e["name"] for e in status["endpoints"]} == {"fast", "slow"}
+    assert status["inline_requests"] >= 1
+    stats = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "stats", "--url", gateway.root_url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=server_env(tmp_path),
+    )
+    assert stats.returncode == 0, stats.stderr
+    assert "fast" in stats.stdout
+
+
+def test_a_client_leaving_a_stream_cancels_the_upstream_call(
+    gateway: Gateway, slow: FakeLLMServer
+) -> None:
+    long_answer = Behaviour(text="x = 1\n" * 200, chunk_delay_s=0.05, chunk_chars=6)
+    slow.behaviour = long_answer
+    try:
+        body = {
+            "model": "slow",
+            "messages": [{"role": "user", "content": "write a long answer"}],
+            "stream": True,
+        }
+        with (
+            httpx.Client(timeout=30) as client,
+            client.stream("POST", f"{gateway.base_url}/chat/completions", json=body) as response,
+        ):
+            assert response.status_code == 200
+            next(response.iter_lines())  # the first event arrived; now hang up
+        assert slow.wait_for(lambda s: s.disconnects >= 1, timeout_s=10)
+        assert slow.completed_streams == 0
+    finally:
+        slow.behaviour = Behaviour(text=SLOW_TEXT, latency_s=0.4)
+
+
+# --- gateways with their own configuration ---------------------------------------------------
+
+
+def test_a_configured_token_is_required_even_on_loopback(
+    tmp_path: Path, fast: FakeLLMServer
+) -> None:
+    config = (
+        '[gateway]\ntoken_env = "GATEWAY_TEST_TOKEN"\n'
+        + LOCAL_OFF
+        + endpoint_toml("fast", fast.base_url, roles=BOTH_ROLES)
+    )
+    with running_gateway(tmp_path, config, env={"GATEWAY_TEST_TOKEN": "s3cret"}) as gateway:
+        for wrong in ("unused", "s3cret-not"):
+            with pytest.raises(openai.AuthenticationError):
+                gateway.client(api_key=wrong).completions.create(model="gateway-ls", prompt="x")
+        status = httpx.get(f"{gateway.base_url}/gateway-ls/status")
+        assert status.status_code == 401
+        assert status.json()["error"]["code"] == "invalid_api_key"
+        assert httpx.get(f"{gateway.root_url}/healthz").status_code == 200
+        assert fast.requests == []
+        completion = gateway.client(api_key="s3cret").completions.create(
+            model="gateway-ls", prompt=PREFIX, suffix=SUFFIX
+        )
+        assert completion.choices[0].text == FAST_TEXT.strip()
+
+
+def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    config_path = tmp_path / "config.toml"
+    config_path.write_text('[gateway]\ntoken_env = "GATEWAY_TEST_UNSET"\n' + LOCAL_OFF)
+    result = subprocess.run(
+        gateway_command(config_path, host="0.0.0.0", port=free_port()),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=server_env(tmp_path),
+    )
+    assert result.returncode == 2
+    assert "GATEWAY_TEST_UNSET" in result.stderr
+    assert "token" in result.stderr
+
+
+def test_failing_upstream_gives_502(tmp_path: Path) -> None:
+    with (
+        FakeLLMServer(Behaviour(fault="status:500"), name="broken") as broken,
+        running_gateway(
+            tmp_path, LOCAL_OFF + endpoint_toml("broken", broken.base_url, roles=BOTH_ROLES)
+        ) as gateway,
+    ):
+        client = gateway.client()
+        with pytest.raises(openai.APIStatusError) as completion_error:
+            client.completions.create(model="gateway-ls", prompt=PREFIX, suffix=SUFFIX)
+        with pytest.raises(openai.APIStatusError) as chat_error:
+            client.chat.completions.create(
+                model="gateway-ls", messages=[{"role": "user", "content": "hi"}]
+            )
+        with pytest.raises(openai.APIStatusError) as stream_error:
+            client.chat.completions.create(
+                model="gateway-ls", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+        for error in (completion_error.value, chat_error.value, stream_error.value):
+            assert error.status_code == 502
+            assert "broken" in error.message
+        assert len(broken.requests) >= 3
+
+
+@pytest.mark.model
+def test_a_sensitive_request_is_served_by_the_local_model(
+    tmp_path: Path, bundled_model_path: Path, fast: FakeLLMServer
+) -> None:
+    # A CPU shared with other work may take seconds: the keystroke deadline is not tested here.
+    config = (
+        "[routing]\ninline_deadline_ms = 60000\nhedge_after_ms = 30000\n"
+        + f'[local]\nmodel_path = "{bundled_model_path.as_posix()}"\nn_ctx = 2048\n'
+        + endpoint_toml("fast", fast.base_url, roles=BOTH_ROLES)
+    )
+    with running_gateway(tmp_path, config) as gateway:
+        client = gateway.client().with_options(
+            default_headers={"X-Gateway-LS-Sensitive": "1"}, timeout=120
+        )
+        deadline = time.monotonic() + 180
+        while True:  # the first requests start loading the model and get 503 + Retry-After
+            try:
+                raw = client.completions.with_raw_response.create(
+                    model="gateway-ls", prompt=PREFIX, suffix=SUFFIX, max_tokens=16
+                )
+                break
+            except openai.APIStatusError as error:
+                assert error.status_code == 503 and time.monotonic() < deadline, error.message
+                time.sleep(float(error.response.headers.get("retry-after", "1")))
+        assert raw.headers["x-gateway-ls-endpoint"] == "local"
+        assert raw.parse().model == "local"
+        assert fast.requests == []

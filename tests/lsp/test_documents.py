@@ -1,0 +1,59 @@
+"""LSP line semantics and position clamping, and the bounded stdio reader."""
+
+from __future__ import annotations
+
+import io
+
+from lsprotocol import types
+from pygls.workspace import PositionCodec
+
+from lsp_server.lsp.bounded_stdin import UNREADABLE_BODY, BoundedStdin
+from lsp_server.lsp.documents import LspTextDocument, lsp_lines, offset_at
+
+
+def document(text: str) -> LspTextDocument:
+    return LspTextDocument("file:///t.py", source=text, position_codec=PositionCodec())
+
+
+def test_only_lsp_line_breaks_split_lines() -> None:
+    text = "a\x0cb\nc\u2028d\r\ne\rf"
+    assert lsp_lines(text) == ("a\x0cb\n", "c\u2028d\r\n", "e\r", "f")
+    assert lsp_lines("plain\nlines\n") == ("plain\n", "lines\n")
+    assert lsp_lines("") == ()
+
+
+def test_a_form_feed_does_not_shift_later_lines() -> None:
+    doc = document("x = 1\n\x0c\ny = 2\n")
+    assert offset_at(doc, types.Position(line=2, character=1)) == len("x = 1\n\x0c\ny")
+
+
+def test_positions_are_utf16_and_clamped_to_the_line() -> None:
+    doc = document('s = "🐍é"\nnext\n')
+    snake_end = len('s = "🐍'.encode("utf-16-le")) // 2
+    assert offset_at(doc, types.Position(line=0, character=snake_end)) == len('s = "🐍')
+    # In the middle of the surrogate pair: the position before the snake.
+    assert offset_at(doc, types.Position(line=0, character=snake_end - 1)) == len('s = "')
+    assert offset_at(doc, types.Position(line=0, character=999)) == len('s = "🐍é"')
+    assert offset_at(doc, types.Position(line=9, character=0)) == len(doc.source)
+
+
+def test_incremental_change_after_a_form_feed_lands_on_the_right_line() -> None:
+    doc = document("a\x0cb\nc\n")
+    doc.apply_change(
+        types.TextDocumentContentChangePartial(
+            range=types.Range(
+                start=types.Position(line=1, character=0), end=types.Position(line=1, character=1)
+            ),
+            text="C",
+        )
+    )
+    assert doc.source == "a\x0cb\nC\n"
+
+
+def test_an_absurd_content_length_is_skipped_without_reserving_memory() -> None:
+    stream = io.BytesIO(b"x" * 100 + b"rest")
+    reader = BoundedStdin(stream, limit=10)
+    assert reader.read(100) == UNREADABLE_BODY
+    assert stream.read() == b"rest"
+    assert BoundedStdin(io.BytesIO(b"abc"), limit=10).read(3) == b"abc"
+    assert BoundedStdin(io.BytesIO(b"short"), limit=2).read(1_000_000) == b""

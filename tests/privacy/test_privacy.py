@@ -1,0 +1,410 @@
+"""Privacy rules: secret detection, sensitive paths and the verdict that routing acts on.
+
+Secret values are assembled at run time from pieces, so no realistic secret literal sits in the
+repository for scanners to trip over.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import random
+import string
+import textwrap
+import urllib.request
+from argparse import ArgumentParser
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS
+from lsp_server.privacy.policy import (
+    SecretMemo,
+    SensitivityPolicy,
+    classify,
+    contains_secret,
+    find_secrets,
+    normalize_path,
+)
+
+BASE62 = string.ascii_letters + string.digits
+
+
+def fake(length: int, alphabet: str = BASE62, seed: int = 7) -> str:
+    """A random-looking value with upper case, lower case and digits (those in `alphabet`)."""
+    rng = random.Random(seed)
+    wanted = [kind for kind in (str.isupper, str.islower, str.isdigit) if any(map(kind, alphabet))]
+    while True:
+        value = "".join(rng.choice(alphabet) for _ in range(length))
+        if all(any(map(kind, value)) for kind in wanted):
+            return value
+
+
+def pem_body(lines: int = 3) -> str:
+    return "\n".join(fake(64, BASE62 + "+/", seed=i) for i in range(lines))
+
+
+def jwt() -> str:
+    def part(obj: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': '1234567890'})}.{fake(43)}"
+
+
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYEXAMPLEKEY"
+GITHUB_PAT = "ghp_" + fake(36)
+OPENAI_KEY = "sk-proj-" + fake(48, BASE62 + "_-")
+ANTHROPIC_KEY = "sk-ant-" + "api03-" + fake(93, BASE62 + "_-")
+PRIVATE_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{pem_body()}\n-----END RSA PRIVATE KEY-----"
+DB_PASSWORD = "hunter2" + "-Corr3ct"
+
+# (kind, text, the secret as it appears in the text)
+POSITIVES: list[tuple[str, str, str]] = [
+    ("aws-access-key", f"aws_access_key_id = {AWS_KEY_ID}\n", AWS_KEY_ID),
+    ("aws-access-key", f'client = boto3.client("s3", "{AWS_KEY_ID}")', AWS_KEY_ID),
+    ("aws-secret-key", f"aws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET),
+    ("aws-secret-key", f'{{"SecretAccessKey": "{AWS_SECRET}"}}', AWS_SECRET),
+    ("github-token", f'GH = "{GITHUB_PAT}"', GITHUB_PAT),
+    ("github-token", "use github_pat_" + fake(22) + "_" + fake(59, seed=3), None),
+    ("openai-key", f"client = OpenAI(api_key='{OPENAI_KEY}')", OPENAI_KEY),
+    ("openai-key", "OPENAI_API_KEY=sk-" + fake(48) + "\n", None),
+    ("anthropic-key", f"ANTHROPIC_API_KEY={ANTHROPIC_KEY}\n", ANTHROPIC_KEY),
+    ("google-api-key", "const key = 'AIza" + fake(35, BASE62 + "_-") + "';", None),
+    ("slack-token", "slack = WebClient(token='xoxb-" + "1234567890-" + fake(24) + "')", None),
+    (
+        "slack-webhook",
+        "url = 'https://hooks.slack.com/services/T0" + "1ABCDEF/B0" + "2GHIJKL/" + fake(24) + "'",
+        None,
+    ),
+    ("stripe-key", "stripe.api_key = 'sk_" + "live_" + fake(24) + "'", None),
+    ("gitlab-token", "token: glpat-" + fake(20), None),
+    ("npm-token", "//registry.npmjs.org/:_authToken=npm_" + fake(36) + "\n", None),
+    ("pypi-token", "password = pypi-" + "AgEIcHlwaS5vcmc" + fake(60) + "\n", None),
+    ("huggingface-token", "login('hf_" + fake(34, string.ascii_letters) + "')", None),
+    ("sendgrid-key", "SG." + fake(22) + "." + fake(43, seed=5), None),
+    ("jwt", f"headers = {{'Cookie': 'session={jwt()}'}}", jwt()),
+    ("private-key", f"key = '''{PRIVATE_KEY}'''", PRIVATE_KEY),
+    (
+        "private-key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + pem_body(2) + "\n",  # cut off by the prompt
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + pem_body(2) + "\n",
+    ),
+    (
+        "gcp-service-account",
+        json.dumps({"type": "service_account", "private_key": PRIVATE_KEY}),
+        None,
+    ),
+    (
+        "gcp-service-account",
+        '{"type": "service_account", "private_key_id": "' + "0123456789abcdef" * 2 + '01234567"',
+        "0123456789abcdef" * 2 + "01234567",
+    ),
+    ("url-credentials", "DATABASE_URL = 'postgres://app:" + DB_PASSWORD + "@db:5432/app'", None),
+    ("bearer-token", "curl -H 'Authorization: Bearer " + fake(40) + "'", fake(40)),
+    ("password-assignment", f'password = "{DB_PASSWORD}"', DB_PASSWORD),
+    ("password-assignment", f"const apiKey = `{DB_PASSWORD}`;", DB_PASSWORD),
+    ("password-assignment", f'dbPassword := "{DB_PASSWORD}"', DB_PASSWORD),
+    ("password-assignment", f'api_key: str = "{DB_PASSWORD}"', DB_PASSWORD),
+    ("password-assignment", f'{{"client_secret": "{DB_PASSWORD}"}}', DB_PASSWORD),
+    ("password-assignment", f"connect(user='app', passwd='{DB_PASSWORD}')", DB_PASSWORD),
+    ("password-assignment", f"  :password => '{DB_PASSWORD}',", DB_PASSWORD),
+    ("password-assignment", f"export DB_PASSWORD={DB_PASSWORD}\n", DB_PASSWORD),
+    ("password-assignment", f"db:\n  password: {DB_PASSWORD}\n", DB_PASSWORD),
+    ("password-assignment", f"spring.datasource.password={DB_PASSWORD}\r\n", DB_PASSWORD),
+    ("password-assignment", f'GITHUB_TOKEN = "{"a1b2c3d4" * 5}"', "a1b2c3d4" * 5),
+    ("high-entropy", f'CONFIG = {{"signature": "{fake(40)}"}}', fake(40)),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES)
+def test_each_kind_of_secret_is_found(kind: str, text: str, secret: str | None) -> None:
+    findings = find_secrets(text)
+    assert [finding.kind for finding in findings] == [kind]
+    if secret is not None:
+        assert text[findings[0].start : findings[0].end] == secret
+    assert contains_secret(text)
+
+
+NEGATIVES: list[str] = [
+    'password = input("Password: ")',
+    "token = get_token()",
+    "password = getpass.getpass()",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    'api_key = os.getenv("ANTHROPIC_API_KEY")',
+    'api_key_env = "INCEPTION_API_KEY"',
+    'GITHUB_TOKEN = "GITHUB_TOKEN"',
+    'password = ""',
+    'password = "changeme"',
+    'api_key = "<your-api-key>"',
+    'api_key = "your-api-key-here"',
+    'secret = "${APP_SECRET}"',
+    "password: ${DB_PASSWORD}",
+    'password: "{{ vault_db_password }}"',
+    'token = f"{prefix}-{suffix}"',
+    'password = "xxxxxxxx"',
+    'PASSWORD_PROMPT = "Password: "',
+    'TOKEN_URL = "https://oauth2.googleapis.com/token"',
+    'credentials_file = "secrets/service.json"',
+    'private_key = "keys/id_ed25519.pem"',
+    "token: str",
+    "    api_key: Optional[str] = None",
+    "password: str | None = None",
+    'if token == "integer":',
+    'if token != "string_literal":',
+    'pad_token = "<pad>"',
+    'mask_token = "[MASK]"',
+    "llama_token = ctypes.c_int32",
+    "token = next_token2",
+    'tokenizer = "bert-base-uncased"',
+    "max_tokens = 64",
+    "token_count = len(tokens)",
+    "secret_name = 'prod/db'",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    "url = 'postgres://postgres:postgres@localhost:5432/app'",
+    "url = 'https://user:pass@example.com/'",
+    "request_id = '550e8400-e29b-41d4-a716-446655440000'",
+    "# fixed in a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "rev = 'a94a8fe5ccb19ba61c4c0873d391e987982fbbd3'",
+    "digest = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'",
+    'COLOURS = {"fg": "#1e1e1e", "bg": "#FFFFFF", "accent": "#ff8800"}',
+    '"integrity": "sha512-' + fake(86, BASE62 + "+/") + '=="',
+    '__all__ = ["BrowserObservationV1", "TestHTTP2ConnectionPool"]',
+    "license = 'BSD-3-Clause-No-Military-License'",
+    "path = 'lsp_server/backends/http_common2.py'",
+    "sketch-this-is-a-long-css-class-name = 1",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_ordinary_code_is_not_flagged(text: str) -> None:
+    assert find_secrets(text) == []
+    assert not contains_secret(text)
+
+
+def ordinary_python(size: int = 16 * 1024) -> str:
+    source = "".join(inspect.getsource(module) for module in (textwrap, json.decoder))
+    return (source * (size // len(source) + 1))[:size]
+
+
+def test_ordinary_python_source_has_no_findings() -> None:
+    assert find_secrets(inspect.getsource(inspect.getmodule(ArgumentParser))) == []
+    assert find_secrets(ordinary_python()) == []
+
+
+def test_findings_are_ordered_and_do_not_overlap_the_more_specific_kind_wins() -> None:
+    text = f'a = "{GITHUB_PAT}"\nb = "{AWS_KEY_ID}"\npassword = "{DB_PASSWORD}"\n'
+    assert [f.kind for f in find_secrets(text)] == [
+        "github-token",
+        "aws-access-key",
+        "password-assignment",
+    ]
+
+
+def test_offsets_survive_characters_that_lower_case_to_two() -> None:
+    text = "İstanbul = 'İİİ'\n" * 3 + f'password = "{DB_PASSWORD}"'
+    [finding] = find_secrets(text)
+    assert text[finding.start : finding.end] == DB_PASSWORD
+
+
+def test_a_docstring_example_password_is_still_a_password() -> None:
+    source = inspect.getsource(urllib.request)
+    assert {f.kind for f in find_secrets(source)} == {"password-assignment"}
+
+
+FRAGMENTS = [
+    "password",
+    "api_key",
+    "token",
+    " = ",
+    ": ",
+    '"',
+    "'",
+    "`",
+    "\n",
+    "\r\n",
+    "export ",
+    "AKIA",
+    "sk-",
+    "sk-ant-",
+    "ghp_",
+    "eyJ",
+    ".",
+    "-----BEGIN PRIVATE KEY-----",
+    "-----END PRIVATE KEY-----",
+    "\\n",
+    "://u:",
+    "@",
+    "Bearer ",
+    "İ",
+    "ß",
+    fake(20),
+    fake(40, seed=2),
+    "0123456789abcdef",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=5))).map("".join),
+    )
+)
+def test_find_secrets_never_raises_and_offsets_are_in_bounds(text: str) -> None:
+    findings = find_secrets(text)
+    for finding in findings:
+        assert 0 <= finding.start < finding.end <= len(text)
+    for earlier, later in pairwise(findings):
+        assert earlier.end <= later.start
+    assert contains_secret(text) == bool(findings)
+
+
+DEFAULT_POLICY = SensitivityPolicy(DEFAULT_SENSITIVE_GLOBS)
+
+
+@pytest.mark.parametrize(
+    ("path_or_uri", "glob"),
+    [
+        ("/home/u/proj/.env", "**/.env"),
+        (".env", "**/.env"),
+        ("/home/u/proj/.env.local", "**/.env.*"),
+        ("/home/u/proj/certs/server.pem", "**/*.pem"),
+        ("/home/u/proj/id.key", "**/*.key"),
+        ("/home/u/proj/config/secrets/db.yml", "**/secrets/**"),
+        ("file:///home/u/proj/.env", "**/.env"),
+        ("file:///home/u/My%20Project/config/.env.production", "**/.env.*"),
+        ("file:///home/u/My Project/secrets/token.txt", "**/secrets/**"),
+        ("file:///home/u/proj/%2Eenv", "**/.env"),
+        ("file:///c%3A/Users/u/proj/.env", "**/.env"),
+        ("file:///C:/Users/u/My%20Certs/server.pem", "**/*.pem"),
+        ("C:\\Users\\u\\proj\\secrets\\db.yml", "**/secrets/**"),
+        ("file://fileserver/share/team/.env", "**/.env"),
+        ("vscode-remote://ssh-remote%2Bhost/home/u/proj/.env", "**/.env"),
+    ],
+)
+def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
+    assert DEFAULT_POLICY.is_sensitive_path(path_or_uri)
+    assert DEFAULT_POLICY.matching_glob(path_or_uri) == glob
+
+
+@pytest.mark.parametrize(
+    "path_or_uri",
+    [
+        "/home/u/proj/main.py",
+        "/home/u/proj/.envrc",
+        "/home/u/proj/environment.py",
+        "/home/u/proj/secrets.py",
+        "/home/u/proj/my.key.py",
+        "/home/u/proj/keyboard.ts",
+        "file:///home/u/proj/src/app.py",
+        "file:///c%3A/Users/u/proj/README.md",
+        "untitled:Untitled-1",
+        "untitled:/home/u/proj/.env",
+        "",
+    ],
+)
+def test_other_paths_are_not_sensitive(path_or_uri: str) -> None:
+    assert not DEFAULT_POLICY.is_sensitive_path(path_or_uri)
+
+
+def test_uris_are_normalised_to_paths() -> None:
+    assert normalize_path("file:///home/u/My%20Project/a.py") == "/home/u/My Project/a.py"
+    assert normalize_path("file:///c%3A/Users/u/a.py") == "c:/Users/u/a.py"
+    assert normalize_path("file://server/share/a.py") == "//server/share/a.py"
+    assert normalize_path("C:\\Users\\u\\a.py") == "C:/Users/u/a.py"
+    assert normalize_path("untitled:Untitled-1") is None
+
+
+def test_custom_globs_support_braces_and_an_empty_list() -> None:
+    policy = SensitivityPolicy(["**/*.{p12,pfx}", "/srv/private/**"])
+    assert policy.matching_glob("/home/u/certs/client.pfx") == "**/*.{p12,pfx}"
+    assert policy.is_sensitive_path("file:///srv/private/notes.md")
+    assert not policy.is_sensitive_path("/home/u/private/notes.md")
+    assert not SensitivityPolicy([]).is_sensitive_path("/home/u/proj/.env")
+
+
+def test_classify_a_sensitive_path_names_the_glob() -> None:
+    verdict = classify(DEFAULT_POLICY, "file:///home/u/proj/.env", "DEBUG=1", redact_secrets=True)
+    assert (verdict.local_only, verdict.reason, verdict.detail) == (
+        True,
+        "sensitive-path",
+        "**/.env",
+    )
+
+
+def test_classify_a_secret_in_the_prompt_names_its_kind_never_the_secret() -> None:
+    prompt = f"import os\nclient = OpenAI(api_key='{OPENAI_KEY}')\n"
+    verdict = classify(DEFAULT_POLICY, "file:///home/u/proj/app.py", prompt, redact_secrets=True)
+    assert (verdict.local_only, verdict.reason, verdict.detail) == (
+        True,
+        "secret-in-prompt",
+        "openai-key",
+    )
+    assert OPENAI_KEY not in repr(verdict)
+    assert OPENAI_KEY[8:20] not in repr(verdict)
+
+
+def test_classify_without_redaction_lets_secrets_through_but_not_sensitive_paths() -> None:
+    prompt = f"password = '{DB_PASSWORD}'"
+    shared = classify(DEFAULT_POLICY, "/home/u/proj/app.py", prompt, redact_secrets=False)
+    assert (shared.local_only, shared.reason, shared.detail) == (False, None, None)
+    local = classify(DEFAULT_POLICY, "/home/u/proj/.env", prompt, redact_secrets=False)
+    assert local.reason == "sensitive-path"
+
+
+def test_classify_clean_code_is_shareable_and_the_path_reason_comes_first() -> None:
+    clean = classify(DEFAULT_POLICY, "untitled:Untitled-1", "def f():\n", redact_secrets=True)
+    assert (clean.local_only, clean.reason, clean.detail) == (False, None, None)
+    both = classify(DEFAULT_POLICY, "/p/.env", f"K={AWS_KEY_ID}", redact_secrets=True)
+    assert both.reason == "sensitive-path"
+
+
+SURROUNDING_CODE = textwrap.dedent(
+    """\
+    import os
+
+
+    def connect(host: str) -> None:
+        timeout = 30
+    """
+)
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES)
+def test_the_memo_finds_a_secret_from_every_cursor_position(
+    kind: str, text: str, secret: str | None
+) -> None:
+    document = SURROUNDING_CODE + text + "\n" + SURROUNDING_CODE
+    memo = SecretMemo()  # one memo for the whole walk, as across keystrokes in one document
+    for cursor in range(0, len(document) + 1, 7):
+        prefix, suffix = document[:cursor], document[cursor:]
+        assert memo.first_secret_kind(prefix, suffix) == kind, cursor
+    del secret
+
+
+def test_the_memo_remembers_clean_text_and_sees_a_secret_typed_into_it() -> None:
+    memo = SecretMemo(capacity=4)
+    prefix, suffix = SURROUNDING_CODE * 20 + "    x = ", "\n" + SURROUNDING_CODE * 20
+    assert memo.first_secret_kind(prefix, suffix) is None
+    assert memo.first_secret_kind(prefix + "1", suffix) is None  # a keystroke
+    typed = f'password = "{DB_PASSWORD}"'
+    assert memo.first_secret_kind(prefix + typed, suffix) == "password-assignment"
+    for _ in range(10):  # capacity bounds what is remembered
+        memo.first_secret_kind(prefix + "\n" + SURROUNDING_CODE, suffix + "\n# more")
+        suffix += "\n# more"
+    assert len(memo._verdicts) <= 4
+
+
+def test_classify_with_a_memo_agrees_with_classify_without() -> None:
+    policy = SensitivityPolicy([])
+    for _kind, text, _secret in POSITIVES:
+        middle = len(text) // 2
+        with_memo = classify(
+            policy, "/p/a.py", text[:middle], text[middle:], redact_secrets=True, memo=SecretMemo()
+        )
+        without = classify(policy, "/p/a.py", text, redact_secrets=True)
+        assert with_memo == without
