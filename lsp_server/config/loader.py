@@ -440,6 +440,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("local", "n_ctx"): _positive,
     ("local", "n_threads"): _not_negative,
     ("local", "max_tokens"): _positive,
+    ("local", "deadline_ms"): _positive,
     ("gateway", "host"): _non_empty,
     ("gateway", "port"): _port,
     ("gateway", "token_env"): _env_var_name,

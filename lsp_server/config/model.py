@@ -42,6 +42,9 @@ class LocalConfig:
     n_ctx: int = 4096
     n_threads: int = 0  # 0: all cores
     enabled: bool = True
+    # Budget of an inline request only the local model can serve (offline, sensitive, no remote
+    # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.
+    deadline_ms: int = 1500
     max_tokens: int = 32  # inline suggestions from the local model
 
 

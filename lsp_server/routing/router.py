@@ -1,6 +1,7 @@
-"""The routing policy shared by every front door (DESIGN.md, routing rules 1-5).
+"""The routing policy shared by every front door (DESIGN.md, routing rules 1-6).
 
-Inline: sensitive or offline → local only; otherwise the `inline` endpoints ranked by expected
+Inline: sensitive or offline → local only, under the local budget (`local.deadline_ms`), a model
+still loading waited for within it; otherwise the `inline` endpoints ranked by expected
 latency (EWMA of recent requests, inflated by their error rate), endpoints with an open breaker
 skipped, the local model last unless it has proved faster. A stale endpoint is now and then put
 first to notice a recovery; the hedge protects that keystroke. Refactor: `refactor` endpoints in
@@ -110,7 +111,6 @@ class Router:
         """
         started = time.monotonic()
         self.inline_requests += 1
-        routing = self.config.routing
         candidates, reason = self._inline_candidates(local_only)
         if pinned is not None and local_only is None:
             for other in candidates:
@@ -124,7 +124,7 @@ class Router:
             request,
             candidates,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
-            deadline_s=routing.inline_deadline_ms / 1000,
+            deadline_s=self._inline_deadline_ms(candidates) / 1000,
             may_hedge=self._hedge_budget_left(),
         )
         outcome = await race.run()
@@ -132,13 +132,26 @@ class Router:
             self.hedged_requests += 1
         return self._settle_inline(outcome, candidates, reason, request, started, uri)
 
+    def _inline_deadline_ms(self, candidates: list[Endpoint]) -> int:
+        """The keystroke deadline, or the local budget when only the local model can answer
+        (rule 6): the local model is then no hedge but the answer, and a CPU needs longer."""
+        keystroke = self.config.routing.inline_deadline_ms
+        if all(e.is_local for e in candidates):
+            return max(keystroke, self.config.local.deadline_ms)
+        return keystroke
+
     def _inline_candidates(self, local_only: str | None) -> tuple[list[Endpoint], str]:
         local = self.pool.local
-        local_ready = local is not None and _usable_local(local)
         if local_only is not None or self.offline.active:
+            # The local model is the only answer: one still loading is waited for, within
+            # the local budget, rather than skipped.
             reason = local_only or "offline"
-            return ([local] if local is not None and local_ready else []), reason
+            return ([local] if local is not None and _awaitable_local(local) else []), reason
         remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
+        if remotes:
+            local_ready = local is not None and _usable_local(local)
+        else:  # a local-only configuration: as above, a loading model is waited for
+            local_ready = local is not None and _awaitable_local(local)
         ranked = self._rank(remotes + ([local] if local is not None and local_ready else []))
         if not ranked:
             loading = local is not None and getattr(local.backend, "state", "") == "loading"
@@ -462,6 +475,12 @@ def _usable_local(endpoint: Endpoint) -> bool:
     if state == "unloaded":
         _start_loading(endpoint)
     return False
+
+
+def _awaitable_local(endpoint: Endpoint) -> bool:
+    """A local model that is loaded or on its way (loading starts now if it had not)."""
+    _start_loading(endpoint)
+    return getattr(endpoint.backend, "state", "ready") in ("ready", "loading")
 
 
 def _start_loading(endpoint: Endpoint) -> None:
