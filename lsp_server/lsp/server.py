@@ -1,8 +1,10 @@
 """The LSP front door: pygls handlers wired to the plain services, and nothing more.
 
 Inline completion and completion both ask `SuggestionService`; code actions and the
-`gatewayLs.*` commands go to `RefactorService` and the router. A newer inline request for a
-document supersedes the one in flight, and `$/cancelRequest` stops the backend calls at once.
+`gatewayLs.*` commands go to `RefactorService` and the router. A newer request of the same kind
+(inline completion, completion) for a document supersedes the one in flight; the two kinds are
+independent, as editors that show both send both for one keystroke. `$/cancelRequest` stops the
+backend calls at once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from lsp_server.config.editor_settings import Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
+from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.documents import client_units, offset_at
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
@@ -66,17 +69,21 @@ class GatewayServer(LanguageServer):
         self._watch_config = watch_config
         self._watcher: ConfigWatcher | None = None
         self._services: Services | None = None
-        self._inflight: dict[str, asyncio.Task[Any]] = {}
+        self._inflight: dict[tuple[str, str], asyncio.Task[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
         self._publisher: StatusPublisher | None = None
         self._stderr_progress = StderrProgress()
+        self._last_progress_message = ""
+        self.client_log = ClientLog(self)
 
     # -- services, built once the event loop runs -----------------------------------------
 
     def start_services(self) -> None:
-        """Build the router now; it starts loading a local model every keystroke will need."""
+        """Build the router now and start loading the local model if it is enabled: it is
+        the answer for offline and sensitive work, which may come with the first keystroke."""
         self._services = self.services
+        self._services.router.start_local_model()
 
     @property
     def services(self) -> Services:
@@ -106,6 +113,7 @@ class GatewayServer(LanguageServer):
     def apply_config(self, config: Config) -> None:
         if self._services is not None:
             self._services.router.reconfigure(config)
+            self._services.router.start_local_model()
 
     # -- configuration --------------------------------------------------------------------
 
@@ -164,25 +172,27 @@ class GatewayServer(LanguageServer):
     # -- inline suggestions ---------------------------------------------------------------
 
     def forget_document(self, uri: str) -> None:
-        task = self._inflight.pop(uri, None)
-        if task is not None:
-            task.cancel()
+        for key in [k for k in self._inflight if k[0] == uri]:
+            self._inflight.pop(key).cancel()
         if self._services is not None:
             self._services.suggestions.forget(uri)
 
     async def suggest_at(
-        self, uri: str, position: types.Position
+        self, uri: str, position: types.Position, *, kind: str
     ) -> tuple[TextDocument, Suggestion] | None:
+        """The suggestion at `position`; `kind` names the request (the LSP method), and only a
+        newer request of the same kind for the same document supersedes this one."""
         document = open_document(self, uri)
         if document is None:
             return None
         offset = offset_at(document, position)
         current = asyncio.current_task()
-        previous = self._inflight.get(uri)
+        key = (uri, kind)
+        previous = self._inflight.get(key)
         if previous is not None and previous is not current and not previous.done():
             previous.cancel()  # superseded by this newer keystroke
         if current is not None:
-            self._inflight[uri] = current
+            self._inflight[key] = current
         try:
             suggestion = await self.suggestions.suggest(
                 uri=uri,
@@ -191,8 +201,8 @@ class GatewayServer(LanguageServer):
                 language=document.language_id or "",
             )
         finally:
-            if self._inflight.get(uri) is current:
-                del self._inflight[uri]
+            if self._inflight.get(key) is current:
+                del self._inflight[key]
         return document, suggestion
 
     def inflight(self) -> dict[str, int]:
@@ -225,7 +235,12 @@ class GatewayServer(LanguageServer):
     def _on_model_progress(self, message: str, fraction: float | None) -> None:
         """Forwards loading progress to stderr (the editor's server log) and, as work-done
         progress, to the editor's UI."""
-        self._stderr_progress(message, fraction)
+        if self.client_log.attached:
+            if message != self._last_progress_message:
+                self._last_progress_message = message
+                self.client_log.send(types.MessageType.Info, f"gateway-ls: {message}")
+        else:
+            self._stderr_progress(message, fraction)
         if self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._report_model_progress, message, fraction)
@@ -292,6 +307,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GatewayServer, params: types.InitializedParams) -> None:
+        ls.client_log.attach()
         ls.start_services()
         await ls.start_watching()
         ls.start_publishing()
@@ -300,6 +316,7 @@ def register_features(server: GatewayServer) -> None:
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: GatewayServer, params: None) -> None:
         await ls.stop()
+        ls.client_log.detach()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(
@@ -317,7 +334,9 @@ def register_features(server: GatewayServer) -> None:
     async def inline_completion(
         ls: GatewayServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        found = await ls.suggest_at(params.text_document.uri, params.position)
+        found = await ls.suggest_at(
+            params.text_document.uri, params.position, kind=types.TEXT_DOCUMENT_INLINE_COMPLETION
+        )
         if found is None or not found[1].text:
             return types.InlineCompletionList(items=[])
         _, suggestion = found
@@ -332,7 +351,9 @@ def register_features(server: GatewayServer) -> None:
         types.CompletionOptions(trigger_characters=[".", "(", " ", "\n"], resolve_provider=False),
     )
     async def completion(ls: GatewayServer, params: types.CompletionParams) -> types.CompletionList:
-        found = await ls.suggest_at(params.text_document.uri, params.position)
+        found = await ls.suggest_at(
+            params.text_document.uri, params.position, kind=types.TEXT_DOCUMENT_COMPLETION
+        )
         if found is None or not found[1].text:
             return types.CompletionList(is_incomplete=True, items=[])
         document, suggestion = found
@@ -522,7 +543,11 @@ def _completion_item(
     document: TextDocument, position: types.Position, suggestion: Suggestion
 ) -> types.CompletionItem:
     """The suggestion as a completion item that replaces the word being typed, so clients
-    that filter by word (Zed, Neovim) keep showing it while the person types on."""
+    that filter by word (Zed, Neovim) keep showing it while the person types on.
+
+    One line goes as plain text. Several lines go as a snippet with every snippet character
+    escaped (the text is inserted as is): clients insert only the first line of a plain-text
+    item (Neovim 0.12 does), while a snippet is inserted whole."""
     cursor = offset_at(document, position)
     line_start = document.source.rfind("\n", 0, cursor) + 1
     word = _WORD_AT_END.search(document.source, line_start, cursor)
@@ -535,9 +560,10 @@ def _completion_item(
     detail = f"gateway-ls · {suggestion.endpoint or 'cache'}"
     if not suggestion.from_cache:
         detail += f" · {suggestion.latency_ms:.0f} ms"
+    multiline = "\n" in new_text
     return types.CompletionItem(
         label=first_line[:80],
-        kind=types.CompletionItemKind.Snippet,
+        kind=types.CompletionItemKind.Text,
         detail=detail,
         documentation=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"
@@ -545,9 +571,19 @@ def _completion_item(
         filter_text=new_text,
         sort_text="0",
         preselect=True,
-        insert_text_format=types.InsertTextFormat.PlainText,
-        text_edit=types.TextEdit(range=types.Range(start=start, end=position), new_text=new_text),
+        insert_text_format=(
+            types.InsertTextFormat.Snippet if multiline else types.InsertTextFormat.PlainText
+        ),
+        text_edit=types.TextEdit(
+            range=types.Range(start=start, end=position),
+            new_text=_snippet_literal(new_text) if multiline else new_text,
+        ),
     )
+
+
+def _snippet_literal(text: str) -> str:
+    """`text` as a snippet that inserts exactly `text` (no tabstops, no variables)."""
+    return re.sub(r"([\\$}])", r"\\\1", text)
 
 
 def _refactor_action(title: str, argument: dict[str, Any]) -> types.CodeAction:

@@ -88,6 +88,12 @@ class Router:
         if local is not None and (self.offline.mode == "always" or not self._has_remote_inline()):
             _start_loading(local)
 
+    def start_local_model(self) -> None:
+        """Start loading the local model now if it is enabled: an editor that connects will
+        need it for offline and sensitive work, and the load takes seconds."""
+        if self.pool.local is not None:
+            _start_loading(self.pool.local)
+
     def _has_remote_inline(self) -> bool:
         return any("inline" in e.roles for e in self.pool.remotes.values())
 

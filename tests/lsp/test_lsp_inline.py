@@ -175,6 +175,52 @@ async def test_newer_request_supersedes_the_one_in_flight(tmp_path: Path) -> Non
             assert result is not None and not result.items  # the deadline passed: nothing late
 
 
+async def test_completion_and_inline_completion_do_not_supersede_each_other(
+    tmp_path: Path,
+) -> None:
+    """Neovim with both on sends both for one keystroke: each gets its answer."""
+    with FakeLLMServer(Behaviour(text=" + b\n", latency_s=0.5)) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("slow", endpoint))) as client:
+            uri = (tmp_path / "both.py").as_uri()
+            open_document(client, uri, "def add(a, b):\n    return a\n")
+            completion = asyncio.ensure_future(
+                client.text_document_completion_async(
+                    types.CompletionParams(
+                        text_document=types.TextDocumentIdentifier(uri=uri),
+                        position=types.Position(line=1, character=12),
+                    )
+                )
+            )
+            assert await eventually(lambda: len(endpoint.requests) >= 1)
+            inline = await asyncio.wait_for(inline_completion(client, uri, 1, 12), 10)
+            listed = await asyncio.wait_for(completion, 10)
+            assert inline is not None and inline.items[0].insert_text == " + b"
+            assert isinstance(listed, types.CompletionList)
+            assert listed.items[0].text_edit.new_text == "a + b"
+
+
+async def test_a_multi_line_completion_item_is_a_snippet_that_inserts_the_text_as_is(
+    tmp_path: Path,
+) -> None:
+    text = "x = {'$a': 1}\n    return x\n"
+    with FakeLLMServer(Behaviour(text=text)) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "m.py").as_uri()
+            open_document(client, uri, "def f():\n    \n")
+            result = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=1, character=4),
+                )
+            )
+            assert isinstance(result, types.CompletionList) and result.items
+            item = result.items[0]
+            assert item.kind == types.CompletionItemKind.Text
+            assert item.insert_text_format == types.InsertTextFormat.Snippet
+            assert isinstance(item.text_edit, types.TextEdit)
+            assert item.text_edit.new_text == "x = {'\\$a': 1\\}\n    return x"
+
+
 async def test_bad_positions_and_documents_never_crash_the_server(tmp_path: Path) -> None:
     with FakeLLMServer(Behaviour(text="ok\n")) as endpoint:
         async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
