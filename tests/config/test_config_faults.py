@@ -86,6 +86,7 @@ async def test_deleted_file_and_invalid_toml_keep_the_last_good_config(
     path = tmp_path / "config.toml"
     with FakeLLMServer(Behaviour(text="from_old()\n")) as old:
         async with lsp_session(tmp_path, config_text=config_text("old", old)) as client:
+            log.follow(client)
             memory = ServerMemory()
             assert await served_by(client, tmp_path) == "old"
 
@@ -160,6 +161,7 @@ async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
     log = ServerLog(capfd)
     with FakeLLMServer(Behaviour(text="from_old()\n")) as old:
         async with lsp_session(tmp_path, config_text=config_text("old", old)) as client:
+            log.follow(client)
             memory = ServerMemory()
             client.workspace_did_change_configuration(
                 types.DidChangeConfigurationParams(

@@ -210,6 +210,7 @@ async def test_sensitive_content_never_reaches_the_endpoint(
             env={KEY_VARIABLE: api_key},
             extra_args=("--log-level", "debug"),
         ) as client:
+            log.follow(client)
             memory = ServerMemory()
             requests = 0
             for probe in (*sensitive, *planted):

@@ -246,9 +246,10 @@ async def test_refactor_through_an_anthropic_endpoint_keeps_the_key_secret(
             failed = await refactor(client, uri)
             assert failed["applied"] is False
             assert await eventually(lambda: bool(messages_of(client, types.MessageType.Error)))
-    stderr = capfd.readouterr().err
-    assert "claude" in stderr  # the server did log, and about this endpoint
-    assert key not in stderr
+            editor_log = "\n".join(m.message for m in client.log_messages)
+    log = capfd.readouterr().err + editor_log  # the editor's log while it is connected
+    assert "claude" in log  # the server did log, and about this endpoint
+    assert key not in log
 
 
 @pytest.mark.parametrize("how", ["cancelRequest", "progressCancel"])

@@ -131,6 +131,7 @@ async def test_every_fault_is_survived_within_the_deadline(
         FakeLLMServer(Behaviour(text=BACKUP_TEXT + "\n"), name="backup") as backup,
     ):
         async with lsp_session(tmp_path, config_text=ROUTING) as client:
+            log.follow(client)
             memory = ServerMemory()
             addresses = {
                 "fake": faulty.base_url,

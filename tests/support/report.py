@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -45,16 +46,25 @@ def report_scenario(
 
 
 class ServerLog:
-    """The server's stderr so far; `capfd` hands out each captured piece once, so keep it all."""
+    """The server's log so far: its stderr (`capfd` hands out each captured piece once, so keep
+    it all) and, once `follow` names the connected client, the `window/logMessage` lines the
+    server sends it instead of stderr while the client is connected."""
 
     def __init__(self, capfd: pytest.CaptureFixture[str]) -> None:
         self._capfd = capfd
         self._seen = ""
+        self._client: Any = None
+
+    def follow(self, client: Any) -> None:
+        self._client = client
 
     @property
     def text(self) -> str:
         self._seen += self._capfd.readouterr().err
-        return self._seen
+        if self._client is None:
+            return self._seen
+        sent = "".join(f"{m.message}\n" for m in self._client.log_messages)
+        return self._seen + sent
 
     def lines_with(self, needle: str) -> list[str]:
         return [line for line in self.text.splitlines() if needle in line]
