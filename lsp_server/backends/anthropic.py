@@ -21,9 +21,9 @@ from lsp_server.backends.base import (
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
+from lsp_server.config.providers import chat_path
 
 ANTHROPIC_VERSION = "2023-06-01"
-MESSAGES_PATH = "v1/messages"
 
 # The `type` of an Anthropic error object, as the router's vocabulary of faults.
 _ERROR_KINDS = {
@@ -69,7 +69,10 @@ class AnthropicBackend(Backend):
         stops = _StopScanner(request.stop)
         try:
             async with self._client.stream(
-                "POST", MESSAGES_PATH, json=self._body(request), headers=headers
+                "POST",
+                chat_path(self.config).lstrip("/"),
+                json=self._body(request),
+                headers=headers,
             ) as response:
                 await http_common.raise_for_status(self.name, response)
                 if not http_common.is_event_stream(response):
@@ -143,6 +146,9 @@ class AnthropicBackend(Backend):
                     _count_usage((payload.get("message") or {}).get("usage"), usage)
                 elif kind == "message_delta":
                     _count_usage(payload.get("usage"), usage)
+                    stop_reason = (payload.get("delta") or {}).get("stop_reason")
+                    if stop_reason:
+                        usage.finish_reason = "length" if stop_reason == "max_tokens" else "stop"
                 elif kind == "message_stop":
                     return
                 elif kind == "error":
@@ -180,6 +186,7 @@ def _count_usage(fields: Any, usage: Usage) -> None:
         usage.prompt_tokens = sum(fields.get(part) or 0 for part in prompt_parts)
     if isinstance(fields.get("output_tokens"), int):
         usage.completion_tokens = fields["output_tokens"]
+        usage.reported = usage.completion_tokens > 0
 
 
 def _without_secret(error: BackendError, secret: str) -> BackendError:

@@ -25,6 +25,10 @@ class CompletionRequest:
     stop: tuple[str, ...] = ()
     single_line: bool = False
     temperature: float = 0.0
+    # False: a plain prompt to continue (a gateway client sent no suffix), so none is sent on.
+    has_suffix: bool = True
+    # True: `max_tokens` is a client's explicit ask, which the local model honours in full.
+    client_max_tokens: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +82,16 @@ class BackendError(Exception):
 
 @dataclass(slots=True)
 class Usage:
-    """Token counts of one call; backends fill it as the stream goes."""
+    """Token counts of one call and why it ended; backends fill it as the stream goes.
+
+    Counts start as estimates (a streamed chunk counts as a token); `reported` turns true once
+    the upstream gave non-zero counts of its own, which then replace the estimate.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reported: bool = False
+    finish_reason: str | None = None  # "stop" | "length", as the upstream said
 
 
 class Backend(ABC):

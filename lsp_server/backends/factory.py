@@ -19,9 +19,14 @@ def remote_backend(config: EndpointConfig) -> Backend:
         from lsp_server.backends.anthropic import AnthropicBackend
 
         return AnthropicBackend(config)
+    if config.kind == "llamacpp":
+        from lsp_server.backends.llamacpp import LlamaCppBackend
+
+        return LlamaCppBackend(config)
     from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 
-    return OpenAICompatibleBackend(config)  # "openai" and "ollama" (Ollama's /v1 API)
+    # "openai", "ollama" (its /v1 API), "inception", "mistral", "deepseek": paths differ only.
+    return OpenAICompatibleBackend(config)
 
 
 def local_backend_factory(on_progress: ProgressCallback | None) -> Callable[[LocalConfig], Backend]:

@@ -1,8 +1,11 @@
-"""OpenAI-compatible endpoints (OpenAI, Mercury, vLLM, llama-server, Ollama's /v1, …).
+"""OpenAI-compatible endpoints (OpenAI, Mercury, Codestral, DeepSeek, vLLM, Ollama's /v1, …).
 
-FIM endpoints get `/v1/completions` with `prompt` + `suffix`; the others get
-`/v1/chat/completions` with a fill-in-the-middle instruction. Both stream over SSE; a server
-that ignores `stream` and answers with one JSON body is handled too.
+FIM endpoints get the kind's FIM path (`/completions`, Mercury's and Codestral's
+`/fim/completions`, DeepSeek's `/beta/completions`, or the endpoint's `fim_path`) with `prompt`
++ `suffix`; the others get the chat path with a fill-in-the-middle instruction. Both stream over
+SSE; a server that ignores `stream` and answers with one JSON body is handled too. A FIM answer
+may come in the text-completion shape (`choices[].text`) or, as Codestral's does, in the
+chat-completion shape (`message` / `delta`): both are read.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ from lsp_server.backends.http_common import (
     transport_error,
 )
 from lsp_server.config.model import EndpointConfig
+from lsp_server.config.providers import chat_path, fim_path
+
+# Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
+# servers may refuse the field, and are counted by estimate.
+STREAM_USAGE_KINDS = frozenset({"openai", "deepseek"})
+MAX_STOP_SEQUENCES = 4  # what OpenAI-compatible APIs accept; the caller applies any others
+CHARS_PER_TOKEN = 4  # the estimate when an upstream reports no usage
 
 
 class OpenAICompatibleBackend(Backend):
@@ -45,17 +55,7 @@ class OpenAICompatibleBackend(Backend):
     ) -> AsyncIterator[str]:
         max_tokens = min(request.max_tokens, self.config.max_tokens)
         if self.config.fim:
-            body: dict[str, Any] = {
-                "model": self.config.model,
-                "prompt": request.prefix,
-                "suffix": request.suffix,
-                "max_tokens": max_tokens,
-                "temperature": request.temperature,
-                "stream": True,
-            }
-            if request.stop:
-                body["stop"] = list(request.stop)[:4]
-            return self._stream("completions", body, usage, chat=False)
+            return self._stream(relative(fim_path(self.config)), self._fim_body(request), usage)
         chat = ChatRequest(
             messages=fim_chat_messages(request),
             max_tokens=max_tokens,
@@ -63,6 +63,20 @@ class OpenAICompatibleBackend(Backend):
             stop=request.stop,
         )
         return self.chat(chat, usage)
+
+    def _fim_body(self, request: CompletionRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "prompt": request.prefix,
+            "max_tokens": min(request.max_tokens, self.config.max_tokens),
+            "temperature": request.temperature,
+            "stream": True,
+        }
+        if request.has_suffix:
+            body["suffix"] = request.suffix
+        if request.stop:
+            body["stop"] = list(request.stop)[:MAX_STOP_SEQUENCES]
+        return body
 
     def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         body: dict[str, Any] = {
@@ -73,34 +87,39 @@ class OpenAICompatibleBackend(Backend):
             "stream": True,
         }
         if request.stop:
-            body["stop"] = list(request.stop)[:4]
-        return self._stream("chat/completions", body, usage, chat=True)
+            body["stop"] = list(request.stop)[:MAX_STOP_SEQUENCES]
+        return self._stream(relative(chat_path(self.config)), body, usage)
 
     async def _stream(
-        self, path: str, body: dict[str, Any], usage: Usage | None, *, chat: bool
+        self, path: str, body: dict[str, Any], usage: Usage | None
     ) -> AsyncIterator[str]:
-        headers = self._headers()
+        usage = usage if usage is not None else Usage()
+        if self.config.kind in STREAM_USAGE_KINDS:
+            body = {**body, "stream_options": {"include_usage": True}}
+        headers = self.headers()
         try:
             async with self._client.stream("POST", path, json=body, headers=headers) as response:
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):
                     async for payload in iter_sse_json(self.name, response):
-                        _count_usage(payload, usage)
-                        text = _chunk_text(payload, chat=chat)
+                        text = read_choice(payload, usage)
                         if text:
-                            if usage is not None and "usage" not in payload:
+                            if not usage.reported:
                                 usage.completion_tokens += 1
                             yield text
                     return
                 payload = await read_json(self.name, response)
-                _count_usage(payload, usage)
-                text = _whole_text(self.name, payload, chat=chat)
+                if not isinstance(payload.get("choices"), list) or not payload["choices"]:
+                    raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
+                text = read_choice(payload, usage)
+                if not usage.reported:
+                    usage.completion_tokens = -(-len(text) // CHARS_PER_TOKEN)
                 if text:
                     yield text
         except httpx.HTTPError as exc:
             raise transport_error(self.name, exc) from None
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         if not self.config.api_key_env:
             return {}
         key = self.config.api_key()
@@ -116,43 +135,51 @@ class OpenAICompatibleBackend(Backend):
         await self._client.aclose()
 
 
+def relative(path: str) -> str:
+    """A configured path ("/fim/completions") as one relative to the client's base URL."""
+    return path.lstrip("/")
+
+
 def _message(message: ChatMessage) -> dict[str, str]:
     return {"role": message.role, "content": message.content}
 
 
-def _chunk_text(payload: dict[str, Any], *, chat: bool) -> str:
-    choices = payload.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
-        return ""
-    choice = choices[0]
-    if chat:
-        delta = choice.get("delta") or {}
-        content = delta.get("content") if isinstance(delta, dict) else None
-    else:
-        content = choice.get("text")
-    return content if isinstance(content, str) else ""
+def read_choice(payload: dict[str, Any], usage: Usage) -> str:
+    """The text of a response or stream chunk's first choice; notes usage and finish reason.
 
-
-def _whole_text(endpoint: str, payload: dict[str, Any], *, chat: bool) -> str:
+    Text-completion (`text`) and chat-completion (`delta.content`, `message.content`) shapes
+    are both read: FIM APIs answer in either.
+    """
+    count_usage(payload, usage)
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise BackendError(endpoint, FailureKind.PROTOCOL, "response has no choices")
-    choice = choices[0]
-    if chat:
-        message = choice.get("message") or {}
-        content = message.get("content") if isinstance(message, dict) else None
-    else:
-        content = choice.get("text")
-    if content is None:
         return ""
-    if not isinstance(content, str):
-        raise BackendError(endpoint, FailureKind.PROTOCOL, "completion text is not a string")
-    return content
+    choice = choices[0]
+    reason = choice.get("finish_reason")
+    if isinstance(reason, str) and reason:
+        usage.finish_reason = reason
+    for holder in (choice, choice.get("delta"), choice.get("message")):
+        if isinstance(holder, dict):
+            content = holder.get("text", holder.get("content"))
+            if isinstance(content, str):
+                return content
+    return ""
 
 
-def _count_usage(payload: dict[str, Any], usage: Usage | None) -> None:
+def count_usage(payload: dict[str, Any], usage: Usage) -> None:
+    """Take the upstream's counts when it reports any; zeros (some proxies send them on every
+    chunk) leave the estimate standing."""
     reported = payload.get("usage")
-    if usage is None or not isinstance(reported, dict):
+    if not isinstance(reported, dict):
         return
-    usage.prompt_tokens = int(reported.get("prompt_tokens") or usage.prompt_tokens)
-    usage.completion_tokens = int(reported.get("completion_tokens") or usage.completion_tokens)
+    prompt = _count(reported.get("prompt_tokens"))
+    completion = _count(reported.get("completion_tokens"))
+    if completion:
+        usage.completion_tokens = completion
+        usage.reported = True
+    if prompt:
+        usage.prompt_tokens = prompt
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

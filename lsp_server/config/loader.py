@@ -5,9 +5,10 @@ TOML syntax is tomllib's job. Everything after that is checked here against the 
 (`endpoints[1].timeout_ms`, indices counted from 0) instead of surfacing later as a confusing
 runtime failure.
 
-Defaults beyond the dataclasses: an `ollama` endpoint may omit `base_url`
-(`http://127.0.0.1:11434/v1`) and defaults to `fim = false`; an `anthropic` endpoint defaults to
-`fim = false` and refuses `fim = true` (Anthropic has no fill-in-the-middle API). A relative
+Defaults beyond the dataclasses come from the endpoint's kind (`config/providers.py`): its
+`base_url` and key variable may be omitted where the kind has one (`ollama`, `inception`,
+`mistral`, `deepseek`, `llamacpp`), `fim` follows the kind (`ollama`: false), and an `anthropic`
+endpoint refuses `fim = true` (Anthropic has no fill-in-the-middle API). A relative
 `local.model_path` in a file is taken relative to that file's directory; `~` is expanded.
 """
 
@@ -34,10 +35,11 @@ from lsp_server.config.model import (
     Price,
     RoutingConfig,
 )
+from lsp_server.config.providers import PRESETS
 
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
 APP_NAME = "gateway-ls"
-OLLAMA_DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
+OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
 # Names that routing, status and the gateway's model list use for other things.
 RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
@@ -229,15 +231,17 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
         if key not in values:
             raise _Invalid((*path, key), "missing required key")
     kind = _check_value(values["kind"], _field_types(EndpointConfig)["kind"], (*path, "kind"))
+    preset = PRESETS[kind]
     if "base_url" not in values:
-        if kind != "ollama":
+        if preset.base_url is None:
             raise _Invalid((*path, "base_url"), "missing required key")
-        values["base_url"] = OLLAMA_DEFAULT_BASE_URL
-    if kind in ("ollama", "anthropic"):
-        values.setdefault("fim", False)
-    if kind == "anthropic" and values["fim"] is True:
+        values["base_url"] = preset.base_url
+    if preset.api_key_env:
+        values.setdefault("api_key_env", preset.api_key_env)
+    values.setdefault("fim", preset.fim)
+    if preset.fim_path is None and values["fim"] is True:
         raise _Invalid(
-            (*path, "fim"), "anthropic endpoints have no fill-in-the-middle API; use fim = false"
+            (*path, "fim"), f"{kind} endpoints have no fill-in-the-middle API; use fim = false"
         )
     return _build_section(EndpointConfig, values, path)
 
@@ -422,6 +426,14 @@ def _http_url(value: str) -> str | None:
     return f"expected an http:// or https:// URL, got {_describe(value)}"
 
 
+def _url_path(value: str) -> str | None:
+    if not value:
+        return None
+    if not value.startswith("/") or "://" in value or any(c in value for c in "?#\\ "):
+        return f'expected a path under base_url such as "/fim/completions", got {_describe(value)}'
+    return None
+
+
 def _roles(values: tuple[str, ...]) -> str | None:
     if not values:
         return 'must name at least one role ("inline", "refactor")'
@@ -449,6 +461,8 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "base_url"): _http_url,
     ("endpoints", "api_key_env"): _env_var_name,
     ("endpoints", "roles"): _roles,
+    ("endpoints", "fim_path"): _url_path,
+    ("endpoints", "chat_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,
     ("endpoints", "input"): _not_negative,

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Literal
 
 OfflineMode = Literal["auto", "always", "never"]
-EndpointKind = Literal["openai", "anthropic", "ollama"]
+EndpointKind = Literal[
+    "openai", "anthropic", "ollama", "inception", "mistral", "deepseek", "llamacpp"
+]
 Role = Literal["inline", "refactor"]
 
 DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
@@ -65,6 +67,9 @@ class EndpointConfig:
     api_key_env: str = ""
     roles: tuple[Role, ...] = ("inline",)
     fim: bool = True
+    # Paths under base_url; empty: the kind's documented path (config/providers.py).
+    fim_path: str = ""
+    chat_path: str = ""
     max_tokens: int = 64
     timeout_ms: int = 2000
     price_per_mtok: Price = field(default_factory=Price)

@@ -1,7 +1,9 @@
 """A model endpoint made to order, for end-to-end tests and benchmarks.
 
 `FakeLLMServer` is a real HTTP server on 127.0.0.1 that speaks the OpenAI API (`/v1/models`,
-`/v1/completions`, `/v1/chat/completions`) and the Anthropic Messages API (`/v1/messages`). What
+`/v1/completions`, `/v1/chat/completions`), the Anthropic Messages API (`/v1/messages`) and the
+provider dialects `PROVIDER_ROUTES` lists, each at the path and in the shape its provider
+documents (`provider_base_url(kind)` gives the base URL an endpoint of that kind uses). What
 it answers, how fast, and how it fails is set by a `Behaviour` that may be swapped while it runs;
 everything it receives is recorded, so a test can assert what left the client and what did not.
 
@@ -368,6 +370,97 @@ class MessagesShape(WireShape):
         return _sse({"type": name, **fields}, event=name)
 
 
+class MistralFimShape(ChatShape):
+    """Codestral's `POST /v1/fim/completions`: `prompt` + optional `suffix` in, and out the
+    chat-completion shape (`object: "chat.completion"`, `message`, streamed `delta`)."""
+
+    def prompt(self) -> str:
+        return str(self.payload.get("prompt", "")) + str(self.payload.get("suffix") or "")
+
+
+class LlamaCppShape(WireShape):
+    """llama.cpp server's native `POST /infill` (`input_prefix`, `input_suffix`, `input_extra`,
+    `cache_prompt`, …) and `POST /completion` (`prompt`): `n_predict` caps the tokens, and the
+    answer is a flat object `{content, stop, stop_type, tokens_predicted, tokens_evaluated}`;
+    streamed, one such event per piece with `stop: false`, the last with `stop: true` and the
+    counts, and no `[DONE]`."""
+
+    def prompt(self) -> str:
+        if "prompt" in self.payload and "input_prefix" not in self.payload:
+            return str(self.payload.get("prompt") or "")
+        return str(self.payload.get("input_prefix") or "") + str(
+            self.payload.get("input_suffix") or ""
+        )
+
+    def max_tokens(self) -> int | None:
+        value = self.payload.get("n_predict")
+        return value if isinstance(value, int) and value >= 0 else None
+
+    def body(self, answer: Answer) -> dict:
+        return self._final(answer, answer.text)
+
+    def delta(self, piece: str) -> bytes:
+        return _sse({"index": 0, "content": piece, "stop": False, "id_slot": 0})
+
+    def closing(self, answer: Answer) -> list[bytes]:
+        return [_sse(self._final(answer, ""))]
+
+    @staticmethod
+    def error(status: int, message: str) -> dict:
+        kind = "not_supported_error" if status == 501 else _ERROR_TYPES.get(status, "server_error")
+        return {"error": {"code": status, "message": message, "type": kind}}
+
+    def _final(self, answer: Answer, content: str) -> dict:
+        if answer.hit_max_tokens:
+            stop_type = "limit"
+        else:
+            stop_type = "word" if answer.stop_sequence is not None else "eos"
+        return {
+            "index": 0,
+            "content": content,
+            "id_slot": 0,
+            "stop": True,
+            "model": self.model,
+            "stop_type": stop_type,
+            "stopping_word": answer.stop_sequence or "",
+            "tokens_predicted": answer.completion_tokens,
+            "tokens_evaluated": answer.prompt_tokens,
+            "tokens_cached": 0,
+            "truncated": False,
+        }
+
+
+# Provider dialects: path → shape, with the base URL an endpoint of that kind is given.
+PROVIDER_ROUTES: dict[str, tuple[tuple[str, type[WireShape]], ...]] = {
+    # Mercury: FIM at `{base}/fim/completions` in the text-completion shape; chat as OpenAI.
+    "inception": (
+        ("/inception/v1/fim/completions", CompletionsShape),
+        ("/inception/v1/chat/completions", ChatShape),
+    ),
+    "mistral": (
+        ("/mistral/v1/fim/completions", MistralFimShape),
+        ("/mistral/v1/chat/completions", ChatShape),
+    ),
+    # DeepSeek: FIM (beta) at `https://api.deepseek.com/beta/completions`, chat at the root.
+    "deepseek": (
+        ("/deepseek/beta/completions", CompletionsShape),
+        ("/deepseek/chat/completions", ChatShape),
+    ),
+    "llamacpp": (
+        ("/llamacpp/infill", LlamaCppShape),
+        ("/llamacpp/completion", LlamaCppShape),
+        ("/llamacpp/v1/completions", CompletionsShape),
+        ("/llamacpp/v1/chat/completions", ChatShape),
+    ),
+}
+PROVIDER_BASES = {
+    "inception": "/inception/v1",
+    "mistral": "/mistral/v1",
+    "deepseek": "/deepseek",
+    "llamacpp": "/llamacpp",
+}
+
+
 # --- how a response is played --------------------------------------------------------------
 
 
@@ -536,6 +629,10 @@ class FakeLLMServer:
     def root_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def provider_base_url(self, kind: str) -> str:
+        """The base URL an endpoint of `kind` uses to reach this server's dialect of it."""
+        return self.root_url + PROVIDER_BASES.get(kind, "/v1")
+
     def start(self) -> FakeLLMServer:
         if self._thread is not None:
             raise RuntimeError(f"{self.name} is already running")
@@ -659,6 +756,11 @@ class FakeLLMServer:
                 Route("/v1/completions", self._generate(CompletionsShape), methods=["POST"]),
                 Route("/v1/chat/completions", self._generate(ChatShape), methods=["POST"]),
                 Route("/v1/messages", self._generate(MessagesShape), methods=["POST"]),
+                *(
+                    Route(path, self._generate(shape), methods=["POST"])
+                    for routes in PROVIDER_ROUTES.values()
+                    for path, shape in routes
+                ),
             ]
         )
 

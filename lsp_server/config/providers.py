@@ -1,0 +1,56 @@
+"""Provider kinds: the defaults that make a provider a few lines of configuration.
+
+Each kind names where its API lives and which paths serve fill-in-the-middle and chat, as each
+provider documents them. A field the user writes in the file wins over the kind's default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsp_server.config.model import EndpointConfig, EndpointKind
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderPreset:
+    base_url: str | None  # None: the file must give one
+    fim_path: str | None  # None: the provider has no fill-in-the-middle API
+    chat_path: str
+    api_key_env: str = ""
+    fim: bool = True
+
+
+PRESETS: dict[EndpointKind, ProviderPreset] = {
+    "openai": ProviderPreset(None, "/completions", "/chat/completions"),
+    "ollama": ProviderPreset(
+        "http://127.0.0.1:11434/v1", "/completions", "/chat/completions", fim=False
+    ),
+    "anthropic": ProviderPreset(None, None, "/v1/messages", fim=False),
+    # Mercury: `mercury-edit-2` fills in the middle, `mercury-2` chats.
+    "inception": ProviderPreset(
+        "https://api.inceptionlabs.ai/v1",
+        "/fim/completions",
+        "/chat/completions",
+        "INCEPTION_API_KEY",
+    ),
+    # Codestral's FIM answers in the chat-completion shape (`message` / `delta`).
+    "mistral": ProviderPreset(
+        "https://api.mistral.ai/v1", "/fim/completions", "/chat/completions", "MISTRAL_API_KEY"
+    ),
+    # FIM is a beta feature served under `/beta`; chat is at the root.
+    "deepseek": ProviderPreset(
+        "https://api.deepseek.com", "/beta/completions", "/chat/completions", "DEEPSEEK_API_KEY"
+    ),
+    # llama.cpp's own server: `/infill` formats the model's FIM tokens itself and reuses the
+    # KV cache of the previous keystroke (`cache_prompt`); chat through its OpenAI API.
+    "llamacpp": ProviderPreset("http://127.0.0.1:8080", "/infill", "/v1/chat/completions"),
+}
+
+
+def fim_path(endpoint: EndpointConfig) -> str:
+    """The FIM call's path under `base_url`: the endpoint's own, else its kind's."""
+    return endpoint.fim_path or PRESETS[endpoint.kind].fim_path or "/completions"
+
+
+def chat_path(endpoint: EndpointConfig) -> str:
+    return endpoint.chat_path or PRESETS[endpoint.kind].chat_path
