@@ -60,12 +60,14 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.routing.router import Routed, Router, RoutingFailed
-from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
+from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import SuggestionService
 
 AUTO_MODEL = "gateway-ls"
+AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
+USAGE_HEADER = "X-Gateway-LS-Usage"  # "upstream": the counts are the model's; "estimated"
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
 ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
@@ -113,7 +115,7 @@ class _Gateway:
     # -- small routes ---------------------------------------------------------------------
 
     async def models(self, request: Request) -> Response:
-        names = [AUTO_MODEL] + [endpoint.name for endpoint in self.router.pool.all()]
+        names = [*AUTOMATIC_MODELS, *(e.name for e in self.router.pool.all() if not e.is_local)]
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "gateway-ls"}
             for name in names
@@ -141,13 +143,13 @@ class _Gateway:
             raise self._unavailable("inline", privacy.local_only) or GatewayError(
                 502, f"no endpoint answered: {failure or 'no answer'}", code="upstream_failed"
             )
-        text = clean_suggestion(routed.text, completion)
+        raw = cut_at_stops(routed.text, completion.stop)
+        text = clean_suggestion(raw, completion)
         model = routed.endpoint or AUTO_MODEL
-        finish_reason = "length" if routed.timed_out else "stop"
-        prompt_tokens = (len(completion.prefix) + len(completion.suffix) + 3) // 4
-        usage = usage_body(prompt_tokens, routed.tokens)
+        finish_reason = self._finish_reason(routed, raw, text, completion)
+        usage, counted = _usage(routed, (len(completion.prefix) + len(completion.suffix) + 3) // 4)
         ids = ResponseIds.new("cmpl")
-        headers = _routing_headers(routed)
+        headers = {**_routing_headers(routed), USAGE_HEADER: counted}
         if not body.stream:
             return JSONResponse(
                 completion_response(ids, model, text, finish_reason, usage), headers=headers
@@ -162,6 +164,24 @@ class _Gateway:
             yield SSE_DONE
 
         return _event_stream(events(), headers)
+
+    def _finish_reason(
+        self, routed: Routed, raw: str, text: str, completion: CompletionRequest
+    ) -> str:
+        """`length` when the answer ran out of tokens (the client's, or the endpoint's cap that
+        cut them) or time, and post-processing did not end it earlier; else `stop`."""
+        if routed.timed_out:
+            return "length"
+        if raw.rstrip() and not raw.rstrip().endswith(text.rstrip() or "\0"):
+            return "stop"  # post-processing ended it at a boundary of its own
+        upstream = routed.usage.finish_reason if routed.usage else None
+        if upstream is not None:
+            return "length" if upstream == "length" else "stop"
+        endpoint = self.router.pool.get(routed.endpoint) if routed.endpoint else None
+        cap = completion.max_tokens
+        if endpoint is not None and endpoint.config is not None:
+            cap = min(cap, endpoint.config.max_tokens)
+        return "length" if routed.tokens >= cap else "stop"
 
     async def _inline(
         self, completion: CompletionRequest, privacy: _Privacy, pinned: str | None
@@ -200,11 +220,12 @@ class _Gateway:
             )
         except RoutingFailed as failed:
             raise _upstream_failed(failed) from None
-        usage = usage_body(prompt_tokens, routed.tokens)
+        usage, counted = _usage(routed, prompt_tokens)
+        finish = "length" if routed.usage and routed.usage.finish_reason == "length" else "stop"
         payload = chat_response(
-            ResponseIds.new("chatcmpl"), routed.endpoint or AUTO_MODEL, routed.text, "stop", usage
+            ResponseIds.new("chatcmpl"), routed.endpoint or AUTO_MODEL, routed.text, finish, usage
         )
-        return JSONResponse(payload, headers=_routing_headers(routed))
+        return JSONResponse(payload, headers={**_routing_headers(routed), USAGE_HEADER: counted})
 
     async def _chat_stream(
         self,
@@ -268,9 +289,10 @@ class _Gateway:
                     yield SSE_DONE
                     return
                 model = routed.endpoint or AUTO_MODEL
-                yield sse_event(chat_chunk(ids, model, {}, "stop"))
+                length = routed.usage is not None and routed.usage.finish_reason == "length"
+                yield sse_event(chat_chunk(ids, model, {}, "length" if length else "stop"))
                 if body.include_usage:
-                    usage = usage_body(prompt_tokens, routed.tokens)
+                    usage, _ = _usage(routed, prompt_tokens)
                     yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
                 yield SSE_DONE
             finally:
@@ -285,12 +307,24 @@ class _Gateway:
     # -- routing inputs -------------------------------------------------------------------
 
     def _pinned(self, model: str, role: Role) -> str | None:
-        """The endpoint a `model` names; None (automatic routing) for any other name."""
-        endpoint = self.router.pool.get(model) if model else None
-        if endpoint is None:
+        """The endpoint a `model` names; None (automatic routing) for `auto` and `gateway-ls`.
+
+        Any other name is a mistake worth telling about: a 404 listing the valid names, as
+        OpenAI answers an unknown model.
+        """
+        if not model or model in AUTOMATIC_MODELS:
             return None
+        endpoint = self.router.pool.get(model)
+        if endpoint is None or endpoint.is_local:
+            names = ", ".join([*AUTOMATIC_MODELS, *(e.name for e in self.router.pool.all())])
+            raise GatewayError(
+                404,
+                f"the model {model!r} does not exist here; use one of: {names}",
+                param="model",
+                code="model_not_found",
+            )
         roles = endpoint.roles
-        if role not in roles:
+        if role not in roles and not (role == "refactor" and self._chat_falls_back_to_inline()):
             served = "completions" if role == "inline" else "chat completions"
             raise GatewayError(
                 400,
@@ -300,6 +334,10 @@ class _Gateway:
                 code="model_not_supported",
             )
         return endpoint.name
+
+    def _chat_falls_back_to_inline(self) -> bool:
+        """With no `refactor` endpoint, chat is served by the inline endpoints' chat."""
+        return not self.router.config.endpoints_with_role("refactor")
 
     def _privacy(self, request: Request, prompt_text: str) -> _Privacy:
         uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
@@ -318,7 +356,9 @@ class _Gateway:
             why = (
                 "this request must stay on this machine" if local_only else "the gateway is offline"
             )
-        elif self.router.config.endpoints_with_role(role):
+        elif self.router.config.endpoints_with_role(role) or (
+            role == "refactor" and self.router.config.endpoints_with_role("inline")
+        ):
             return None
         else:
             why = f"no endpoint has the role {role!r}"
@@ -346,27 +386,46 @@ class _Gateway:
 
 
 def _completion_request(body: CompletionBody) -> CompletionRequest:
-    prefix, suffix = body.prompt, body.suffix
-    if suffix is None:
+    prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
+    if body.suffix is None:
         parts = split_fim_prompt(body.prompt)
-        prefix, suffix = (parts.prefix, parts.suffix) if parts else (body.prompt, "")
+        if parts is not None:
+            prefix, suffix, has_suffix = parts.prefix, parts.suffix, True
     single_line = is_mid_line(suffix)
     crlf = "\r\n" in prefix or "\r\n" in suffix
     return CompletionRequest(
         prefix=prefix,
         suffix=suffix,
+        language=infer_language(prefix, suffix),
         max_tokens=min(body.max_tokens or DEFAULT_INLINE_MAX_TOKENS, MAX_INLINE_TOKENS),
         stop=body.stop or stop_sequences(single_line=single_line, crlf=crlf),
         single_line=single_line,
         temperature=body.temperature or 0.0,
+        has_suffix=has_suffix,
+        client_max_tokens=body.max_tokens is not None,
     )
 
 
+def cut_at_stops(text: str, stops: tuple[str, ...]) -> str:
+    """`text` up to the first of `stops`: the upstream applies only the first four."""
+    cuts = [text.find(stop) for stop in stops if stop and stop in text]
+    return text[: min(cuts)] if cuts else text
+
+
+def _usage(routed: Routed, estimated_prompt_tokens: int) -> tuple[dict[str, int], str]:
+    """The usage body, and whether its counts are the upstream's or estimates."""
+    usage = routed.usage
+    prompt = usage.prompt_tokens if usage and usage.prompt_tokens else estimated_prompt_tokens
+    counted = "upstream" if usage is not None and usage.reported else "estimated"
+    return usage_body(prompt, routed.tokens), counted
+
+
 def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
-    """The file named by `X-Gateway-LS-Path` also tells post-processing the language."""
+    """The file named by `X-Gateway-LS-Path` tells post-processing the language, over the
+    guess from the text."""
     if uri == DEFAULT_URI:
         return request
-    language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "")
+    language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "") or request.language
     return dataclasses.replace(request, path=uri, language=language)
 
 

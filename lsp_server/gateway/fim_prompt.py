@@ -2,8 +2,12 @@
 
 Zed's OpenAI-compatible edit-prediction provider (and other FIM clients written for one model
 family) send no `suffix`: they put prefix and suffix inside `prompt` between the markers of a
-`prompt_format`. The gateway chooses the model itself, so it splits the prompt back into prefix
-and suffix and lets each backend format them its own way.
+`prompt_format`. Every FIM `prompt_format` Zed offers is read: `qwen` and `code_gemma` (same
+markers), `star_coder` (also what `infer` falls back to), `deepseek_coder`, `code_llama`,
+`codestral` and `glm`. (`zeta` and `zeta2` are next-edit prompts that ask for a rewritten
+region, not a fill-in-the-middle; they are answered as plain prompts.) The gateway chooses the
+model itself, so it splits the prompt back into prefix and suffix and lets each backend format
+them its own way.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ FIM_FORMATS: tuple[FimFormat, ...] = (
         "codellama",
         re.compile(r"<PRE> ?(?P<prefix>.*?) ?<SUF>(?P<suffix>.*?) ?<MID>\s?\Z", re.DOTALL),
     ),
+    _prefix_suffix_middle("glm", "<|code_prefix|>", "<|code_suffix|>", "<|code_middle|>"),
     # Codestral (Mistral): `[SUFFIX]{suffix}[PREFIX]{prefix}`, suffix first, no middle marker.
     FimFormat(
         "codestral", re.compile(r"\[SUFFIX\](?P<suffix>.*?)\[PREFIX\](?P<prefix>.*)\Z", re.DOTALL)

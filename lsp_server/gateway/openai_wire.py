@@ -15,7 +15,9 @@ from typing import Any
 
 from lsp_server.backends.base import ChatMessage
 
-MAX_STOP_SEQUENCES = 4
+# Stop strings a request may carry: the upstream gets the first four (what OpenAI-compatible
+# APIs take) and the gateway applies the rest itself; this only bounds hostile bodies.
+MAX_STOP_SEQUENCES = 256
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 _ERROR_TYPES = {
     400: "invalid_request_error",

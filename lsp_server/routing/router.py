@@ -5,7 +5,8 @@ still loading waited for within it; otherwise the `inline` endpoints ranked by e
 latency (EWMA of recent requests, inflated by their error rate), endpoints with an open breaker
 skipped, the local model last unless it has proved faster. A stale endpoint is now and then put
 first to notice a recovery; the hedge protects that keystroke. Refactor: `refactor` endpoints in
-order of health, then the local model, under a longer deadline.
+order of health (none configured: the `inline` endpoints' chat), then the local model, under a
+longer deadline.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 EXPLORE_STALE_S = 15.0  # an endpoint unheard of for this long is worth one more look
 EXPLORE_EVERY_S = 5.0  # at most one exploring request in this interval
+INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
@@ -44,6 +46,7 @@ class Routed:
     latency_ms: float
     tokens: int
     timed_out: bool = False
+    usage: Usage | None = None  # the answering call's counts and finish reason
 
 
 class RoutingFailed(Exception):
@@ -276,6 +279,7 @@ class Router:
             latency_ms,
             tokens,
             outcome.timed_out,
+            winner.usage if winner else None,
         )
 
     def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
@@ -386,7 +390,10 @@ class Router:
                 continue
             except BackendError as error:
                 failures.append(f"{endpoint.name}: {error.kind.value}: {error.message}")
-                self._record_failure(endpoint, error)
+                if reason == INLINE_FALLBACK and not endpoint.is_local:
+                    endpoint.last_error = error.message  # a FIM model may not chat: no breaker
+                else:
+                    self._record_failure(endpoint, error)
                 if streamed and not restart_after_text:
                     break
                 continue
@@ -415,7 +422,9 @@ class Router:
                     detail="; ".join(failures) or None,
                 )
             )
-            return Routed(text, endpoint.name, final_reason, latency_ms, usage.completion_tokens)
+            return Routed(
+                text, endpoint.name, final_reason, latency_ms, usage.completion_tokens, usage=usage
+            )
         self._record_empty("refactor", "failed", started, uri)
         raise RoutingFailed("; ".join(failures))
 
@@ -424,11 +433,16 @@ class Router:
         if local_only is not None:
             return ([local] if local is not None else []), local_only
         remotes = [e for e in self.pool.remotes.values() if "refactor" in e.roles]
+        reason = "configured" if remotes else "fallback"
+        if not remotes:
+            # No reasoning endpoint: the inline endpoints' chat, then the local model.
+            remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
+            reason = INLINE_FALLBACK if remotes else reason
         healthy = [e for e in remotes if e.breaker.state is not BreakerState.OPEN]
         ordered = healthy + [e for e in remotes if e not in healthy]
         if local is not None:
             ordered.append(local)
-        return ordered, "configured" if remotes else "fallback"
+        return ordered, reason
 
     # -- status -----------------------------------------------------------------------------
 
@@ -496,7 +510,9 @@ def _start_loading(endpoint: Endpoint) -> None:
 
 
 def _failures(attempts: list[Attempt]) -> str | None:
-    messages = [f"{a.endpoint.name}: {a.error.kind.value}" for a in attempts if a.error]
+    messages = [
+        f"{a.endpoint.name}: {a.error.kind.value}: {a.error.message}" for a in attempts if a.error
+    ]
     return "; ".join(messages) or None
 
 

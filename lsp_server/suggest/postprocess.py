@@ -14,7 +14,10 @@ Rules, in the order they apply:
    new line with the body of that line (indentation languages), and at a closing bracket that
    takes the nesting below zero (kept, with the punctuation that ends its line, for rule 7 to
    weigh); at most `MAX_LINES` lines.
-7. Suffix overlap: drop trailing lines that repeat the lines after the cursor, then trailing text
+7. Suffix overlap: cut where the suggestion runs on into a copy of the code after the cursor (a
+   later line that is the next non-blank line after the cursor, and the one after it too when
+   both have one), whatever the language; drop trailing lines that repeat the lines after the
+   cursor, then trailing text
    that the suffix begins with when it is closing punctuation or runs to the end of a suffix line;
    neither may leave a bracket of the suggestion unclosed.
 8. Trailing whitespace goes; a suggestion with nothing but whitespace left is "".
@@ -31,6 +34,8 @@ from lsp_server.backends.base import CompletionRequest
 MAX_LINES = 20
 # How many lines above the cursor line an echo may start.
 ECHO_LOOKBACK_LINES = 8
+# The shortest line after the cursor whose copy in a suggestion ends the suggestion.
+MIN_REPEAT_CHARS = 6
 
 _OFFSIDE_LANGUAGES = frozenset(
     {"python", "cython", "starlark", "nim", "coffeescript", "yaml", "gdscript", "pug", "sass"}
@@ -117,6 +122,7 @@ def clean_suggestion(raw: str, request: CompletionRequest, *, max_lines: int = M
     text = cut_at_block_end(
         text, prefix, syntax, max_lines=1 if request.single_line else max_lines
     ).rstrip()
+    text = cut_at_suffix_repeat(text, suffix)
     text = trim_repeated_suffix_lines(text, suffix, syntax)
     text = trim_suffix_overlap(text, suffix, syntax).rstrip()
     if not text.strip():
@@ -198,6 +204,27 @@ def cut_at_block_end(text: str, prefix: str, syntax: Syntax, *, max_lines: int) 
                 break
         kept.append(line)
     return "\n".join(kept)
+
+
+def cut_at_suffix_repeat(text: str, suffix: str) -> str:
+    """The suggestion up to where it starts repeating the lines after the cursor."""
+    following = _following_lines(suffix, limit=2)
+    if not following or not _is_distinctive(following[0]):
+        return text
+    lines = text.split("\n")
+    for number in range(1, len(lines)):
+        if lines[number].strip() != following[0]:
+            continue
+        after = next((line.strip() for line in lines[number + 1 :] if line.strip()), None)
+        if len(following) > 1 and after is not None and after != following[1]:
+            continue
+        return "\n".join(lines[:number]).rstrip()
+    return text
+
+
+def _is_distinctive(line: str) -> bool:
+    """A line worth matching: not a lone bracket, `end` or `else:`."""
+    return len(line) >= MIN_REPEAT_CHARS and sum(c.isalnum() for c in line) >= 3
 
 
 def trim_repeated_suffix_lines(text: str, suffix: str, syntax: Syntax) -> str:

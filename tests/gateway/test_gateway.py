@@ -159,7 +159,7 @@ def fresh_records(request: pytest.FixtureRequest) -> None:
 
 def test_models_lists_automatic_routing_and_each_endpoint(gateway: Gateway) -> None:
     models = gateway.client().models.list()
-    assert [model.id for model in models.data] == ["gateway-ls", "slow", "fast"]
+    assert [model.id for model in models.data] == ["gateway-ls", "auto", "slow", "fast"]
     assert all(model.object == "model" for model in models.data)
 
 
@@ -280,11 +280,42 @@ def test_a_model_naming_an_endpoint_pins_it(gateway: Gateway) -> None:
     assert raw.parse().model == "slow"
 
 
-def test_an_unknown_model_name_routes_automatically(gateway: Gateway) -> None:
+def test_an_unknown_model_name_is_an_openai_shaped_404_listing_the_valid_ones(
+    gateway: Gateway,
+) -> None:
+    client = gateway.client()
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.completions.create(model="qwen2.5-coder:7b", prompt=PREFIX, suffix=SUFFIX)
+    error = caught.value.body
+    assert isinstance(error, dict) and error["code"] == "model_not_found"
+    assert error["param"] == "model" and error["type"] == "invalid_request_error"
+    assert "gateway-ls, auto, slow, fast" in error["message"]
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    for name in ("auto", "gateway-ls"):
+        assert client.completions.create(model=name, prompt=PREFIX, suffix=SUFFIX).choices
+
+
+def test_no_suffix_goes_upstream_when_the_client_sent_none(
+    gateway: Gateway, fast: FakeLLMServer
+) -> None:
+    client = gateway.client()
+    client.completions.create(model="fast", prompt="Once upon a time")
+    assert "suffix" not in generation_bodies(fast)[-1]
+    client.completions.create(model="fast", prompt=PREFIX, suffix="")
+    assert generation_bodies(fast)[-1]["suffix"] == ""
+
+
+def test_any_number_of_stop_strings_first_four_upstream_the_rest_applied(
+    gateway: Gateway, fast: FakeLLMServer
+) -> None:
+    """Zed's edit predictions send 14 stop strings; APIs take four."""
+    stops = [f"<|marker{i}|>" for i in range(13)] + [" + "]
     completion = gateway.client().completions.create(
-        model="qwen2.5-coder:7b", prompt=PREFIX, suffix=SUFFIX
+        model="fast", prompt=PREFIX, suffix=SUFFIX, stop=stops
     )
-    assert completion.model in ("fast", "slow")
+    assert completion.choices[0].text == "return a"
+    assert generation_bodies(fast)[-1]["stop"] == stops[:4]
 
 
 def test_most_requests_go_to_the_faster_endpoint(gateway: Gateway) -> None:
@@ -386,10 +417,15 @@ def test_http_errors_are_openai_shaped(gateway: Gateway) -> None:
 
 
 def test_an_endpoint_without_the_role_cannot_be_pinned(tmp_path: Path) -> None:
+    """While a refactor endpoint exists, chat is its job (with none, the inline ones chat)."""
+    config = GENEROUS + LOCAL_OFF
     with (
         FakeLLMServer(Behaviour(text=FAST_TEXT)) as inline_only,
         running_gateway(
-            tmp_path, GENEROUS + LOCAL_OFF + endpoint_toml("mercury", inline_only.base_url)
+            tmp_path,
+            config
+            + endpoint_toml("mercury", inline_only.base_url)
+            + endpoint_toml("reasoner", inline_only.base_url, roles='["refactor"]'),
         ) as gateway,
     ):
         with pytest.raises(openai.BadRequestError) as error:
@@ -500,7 +536,7 @@ def test_failing_upstream_gives_502(tmp_path: Path) -> None:
             )
         for error in (completion_error.value, chat_error.value, stream_error.value):
             assert error.status_code == 502
-            assert "broken" in error.message
+            assert "broken" in error.message and "HTTP 500" in error.message
         assert len(broken.requests) >= 3
 
 
@@ -531,3 +567,109 @@ def test_a_sensitive_request_is_served_by_the_local_model(
         assert raw.headers["x-gateway-ls-endpoint"] == "local"
         assert raw.parse().model == "local"
         assert fast.requests == []
+
+
+# --- faithful to the upstream: finish reason, usage, providers, chat fallback, Zed -----------
+
+ZED_ANSWER = "    return a + b\n\ndef main():\n    print(add(1, 2))\n\nmain()\n"
+
+
+@pytest.fixture(scope="module")
+def providers() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(Behaviour(text=ZED_ANSWER), name="providers") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def inline_only(
+    tmp_path_factory: pytest.TempPathFactory, providers: FakeLLMServer
+) -> Iterator[Gateway]:
+    """No refactor endpoint and no local model: an OpenAI-kind endpoint with a small cap, and
+    Mercury (`kind = "inception"`) at its documented FIM path."""
+    config = (
+        GENEROUS
+        + LOCAL_OFF
+        + endpoint_toml("capped", providers.base_url, extra="max_tokens = 4")
+        + '[[endpoints]]\nname = "mercury"\nkind = "inception"\nmodel = "mercury-edit-2"\n'
+        + f'base_url = "{providers.provider_base_url("inception")}"\n'
+    )
+    env = {"INCEPTION_API_KEY": "test-key"}
+    with running_gateway(tmp_path_factory.mktemp("inline-only"), config, env=env) as running:
+        yield running
+
+
+def test_an_answer_cut_by_the_endpoints_cap_says_length(
+    inline_only: Gateway, providers: FakeLLMServer
+) -> None:
+    providers.behaviour = Behaviour(text="1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")
+    completion = inline_only.client().completions.create(
+        model="capped", prompt="values = [", suffix="]\n", max_tokens=200
+    )
+    assert completion.choices[0].text == "1, 2, 3, 4, 5, 6"  # 4 tokens of the test server
+    assert completion.choices[0].finish_reason == "length"
+    assert generation_bodies(providers)[-1]["max_tokens"] == 4
+    providers.behaviour = Behaviour(text="1, 2]")
+    completion = inline_only.client().completions.create(
+        model="capped", prompt="values = [", suffix="]\n", max_tokens=200
+    )
+    assert completion.choices[0].finish_reason == "stop"
+
+
+def test_usage_is_the_upstreams_when_it_reports_one_and_marked_estimated_otherwise(
+    inline_only: Gateway, providers: FakeLLMServer
+) -> None:
+    providers.behaviour = Behaviour(text=FAST_TEXT)
+    client = inline_only.client()
+    raw = client.completions.with_raw_response.create(model="capped", prompt=PREFIX, suffix=SUFFIX)
+    assert raw.headers["x-gateway-ls-usage"] == "upstream"
+    usage = raw.parse().usage
+    assert usage is not None and usage.completion_tokens == 4
+    assert usage.prompt_tokens == -(-(len(PREFIX) + len(SUFFIX)) // 4)
+    raw = client.completions.with_raw_response.create(model="mercury", prompt=PREFIX, suffix=SUFFIX)
+    assert raw.headers["x-gateway-ls-usage"] == "estimated"
+    usage = raw.parse().usage
+    assert usage is not None and usage.completion_tokens > 0 and usage.prompt_tokens > 0
+    sent = providers.requests[-1]
+    assert sent.path == "/inception/v1/fim/completions"
+    assert sent.headers["authorization"] == "Bearer test-key"
+
+
+def test_chat_with_only_inline_endpoints_is_served_by_their_chat(
+    inline_only: Gateway, providers: FakeLLMServer
+) -> None:
+    providers.behaviour = Behaviour(text="Hello.")
+    raw = inline_only.client().chat.completions.with_raw_response.create(
+        model="gateway-ls", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert raw.headers["x-gateway-ls-endpoint"] in ("capped", "mercury")
+    assert raw.parse().choices[0].message.content == "Hello."
+    assert providers.requests[-1].path.endswith("/chat/completions")
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "<|code_prefix|>def add(a, b):\n<|code_suffix|>\n\ndef main():\n"
+        "    print(add(1, 2))\n<|code_middle|>",
+        "<|fim_prefix|>def add(a, b):\n<|fim_suffix|>\n\ndef main():\n"
+        "    print(add(1, 2))\n<|fim_middle|>",
+    ],
+    ids=["glm", "qwen-codegemma"],
+)
+def test_zed_edit_prediction_without_a_path_never_repeats_the_code_after_the_cursor(
+    inline_only: Gateway, providers: FakeLLMServer, prompt: str
+) -> None:
+    """What Zed posts: markers in `prompt`, no path, 14 stop strings, its max_tokens."""
+    providers.behaviour = Behaviour(text=ZED_ANSWER)
+    stops = ["<|endoftext|>", "<|file_separator|>", "<|fim_pad|>", "<|fim_prefix|>"]
+    stops += ["<|fim_middle|>", "<|fim_suffix|>", "<fim_prefix>", "<fim_middle>"]
+    stops += ["<fim_suffix>", "<PRE>", "<SUF>", "<MID>", "[PREFIX]", "[SUFFIX]"]
+    response = httpx.post(
+        f"{inline_only.base_url}/completions",
+        json={"model": "capped", "prompt": prompt, "max_tokens": 256, "stop": stops},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["text"] == "    return a + b"
+    sent = generation_bodies(providers)[-1]
+    assert sent["prompt"] == "def add(a, b):\n" and sent["suffix"].startswith("\n\ndef main")
