@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,19 @@ from tests.model_fixtures import bundled_model_path, local_backend
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 __all__ = ["bundled_model_path", "fake_endpoint", "local_backend"]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every process the tests start keeps its state (latency history, status files) in a
+    directory of the test session's own, never in the user's."""
+    previous = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = previous
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path
 
 ANTHROPIC_VERSION = "2023-06-01"
+MODELS_PATH = "v1/models"
 
 # The `type` of an Anthropic error object, as the router's vocabulary of faults.
 _ERROR_KINDS = {
@@ -73,6 +74,7 @@ class AnthropicBackend(Backend):
                 chat_path(self.config).lstrip("/"),
                 json=self._body(request),
                 headers=headers,
+                extensions=http_common.setup_timing(usage),
             ) as response:
                 await http_common.raise_for_status(self.name, response)
                 if not http_common.is_event_stream(response):
@@ -92,6 +94,13 @@ class AnthropicBackend(Backend):
             raise _without_secret(http_common.transport_error(self.name, exc), key) from None
         except BackendError as exc:
             raise _without_secret(exc, key) from None
+
+    async def connect(self) -> None:
+        key = self.config.api_key()
+        if not key:
+            return  # the first request reports the missing key
+        headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
+        await http_common.open_connection(self._client, MODELS_PATH, headers)
 
     async def aclose(self) -> None:
         await self._client.aclose()

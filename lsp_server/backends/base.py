@@ -92,6 +92,7 @@ class Usage:
     completion_tokens: int = 0
     reported: bool = False
     finish_reason: str | None = None  # "stop" | "length", as the upstream said
+    setup_ms: float = 0.0  # time spent opening a connection (TCP, TLS) for this call
 
 
 class Backend(ABC):
@@ -109,6 +110,10 @@ class Backend(ABC):
     @abstractmethod
     def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         """Stream the assistant's answer to a chat conversation."""
+
+    async def connect(self) -> None:  # noqa: B027 - optional hook
+        """Open a connection ahead of the first request, with a call that carries no user
+        content (the model list); failures are the first real request's to report."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections, threads or models."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from lsp_server.backends.base import BackendError, FailureKind
+from lsp_server.backends.base import BackendError, FailureKind, Usage
 from lsp_server.config.model import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
@@ -22,6 +23,11 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 # How long to wait for the end of a body after `[DONE]` to keep the connection reusable.
 DRAIN_TIMEOUT_S = 0.05
 
+
+# The model list read by a warm-up call is small; more than this is not read.
+MODEL_LIST_MAX_BYTES = 64 * 1024
+# Connection set-up steps timed by `setup_timing` (httpcore trace events, without the prefix).
+_SETUP_STEPS = ("connect_tcp", "connect_unix_socket", "start_tls")
 
 # A reasoning model may think for a long while before its first byte; the router's refactor
 # deadline, not the per-read timeout, is what bounds a refactor.
@@ -81,6 +87,35 @@ async def _close_stranded_connections(pool: Any) -> None:
     for connection in stranded:
         with contextlib.suppress(Exception):
             await connection.aclose()
+
+
+def setup_timing(usage: Usage | None) -> dict[str, Any]:
+    """Request extensions that add the time spent opening a connection (TCP connect, TLS
+    handshake) to `usage.setup_ms`, so the router does not count it as model latency."""
+    if usage is None:
+        return {}
+    started: dict[str, float] = {}
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        _, _, rest = event.partition(".")
+        step, _, phase = rest.rpartition(".")
+        if step not in _SETUP_STEPS:
+            return
+        if phase == "started":
+            started[step] = time.perf_counter()
+        elif step in started:
+            usage.setup_ms += (time.perf_counter() - started.pop(step)) * 1000
+
+    hook: Callable[[str, dict[str, Any]], Awaitable[None]] = trace
+    return {"trace": hook}
+
+
+async def open_connection(client: httpx.AsyncClient, path: str, headers: dict[str, str]) -> None:
+    """GET `path` (a model list: no user content) so the client's pool holds an open connection
+    when the first keystroke comes. Any failure is left for that request to report."""
+    with contextlib.suppress(httpx.HTTPError):
+        async with client.stream("GET", path, headers=headers) as response:
+            await _read_limited(response, MODEL_LIST_MAX_BYTES)
 
 
 _TIMEOUT_MESSAGES: dict[type[Exception], str] = {

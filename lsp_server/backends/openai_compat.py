@@ -30,8 +30,10 @@ from lsp_server.backends.http_common import (
     is_event_stream,
     iter_sse_json,
     make_client,
+    open_connection,
     raise_for_status,
     read_json,
+    setup_timing,
     transport_error,
 )
 from lsp_server.config.model import EndpointConfig
@@ -98,7 +100,9 @@ class OpenAICompatibleBackend(Backend):
             body = {**body, "stream_options": {"include_usage": True}}
         headers = self.headers()
         try:
-            async with self._client.stream("POST", path, json=body, headers=headers) as response:
+            async with self._client.stream(
+                "POST", path, json=body, headers=headers, extensions=setup_timing(usage)
+            ) as response:
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):
                     async for payload in iter_sse_json(self.name, response):
@@ -118,6 +122,13 @@ class OpenAICompatibleBackend(Backend):
                     yield text
         except httpx.HTTPError as exc:
             raise transport_error(self.name, exc) from None
+
+    async def connect(self) -> None:
+        try:
+            headers = self.headers()
+        except BackendError:
+            return  # no key: the first request reports it
+        await open_connection(self._client, "models", headers)
 
     def headers(self) -> dict[str, str]:
         if not self.config.api_key_env:

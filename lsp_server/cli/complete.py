@@ -12,6 +12,7 @@ from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from lsp_server.config.model import Config
 from lsp_server.progress import StderrProgress
 from lsp_server.routing.router import Router
+from lsp_server.routing.stats_file import StatsFile
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
 from lsp_server.suggest.service import SuggestionService
 
@@ -78,6 +79,7 @@ async def _suggest(config: Config, path: Path, text: str, offset: int) -> str | 
         config,
         remote_factory=remote_backend,
         local_factory=local_backend_factory(StderrProgress()),
+        stats_file=StatsFile(),
     )
     try:
         local = router.pool.local

@@ -20,6 +20,7 @@ from lsp_server.gateway.app import create_app
 from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
 from lsp_server.routing.router import Router
+from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.status_file import StatusPublisher
 from lsp_server.suggest.service import SuggestionService
 
@@ -53,7 +54,10 @@ def _token_required_message(config: Config, host: str) -> str:
 
 async def _serve(config: Config, host: str, port: int, token: str | None) -> None:
     router = Router(
-        config, remote_factory=remote_backend, local_factory=local_backend_factory(StderrProgress())
+        config,
+        remote_factory=remote_backend,
+        local_factory=local_backend_factory(StderrProgress()),
+        stats_file=StatsFile(),
     )
     suggestions = SuggestionService(router)
     watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error)

@@ -36,6 +36,7 @@ from lsp_server.progress import StderrProgress
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS
 from lsp_server.refactor.service import RefactorFailed, RefactorService
 from lsp_server.routing.router import Router
+from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.status_file import StatusPublisher
 from lsp_server.suggest.service import Suggestion, SuggestionService
 
@@ -93,6 +94,7 @@ class GatewayServer(LanguageServer):
                 self.settings.effective,
                 remote_factory=remote_backend,
                 local_factory=local_backend_factory(self._on_model_progress),
+                stats_file=StatsFile(),
             )
             suggestions = SuggestionService(router)
             self._services = Services(router, suggestions, RefactorService(router, suggestions))

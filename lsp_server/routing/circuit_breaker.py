@@ -41,6 +41,7 @@ class CircuitBreaker:
         self._consecutive_failures = 0
         self._backoff_s = base_backoff_s
         self._open_until = 0.0
+        self._server_wait_until = 0.0  # the server's own Retry-After, which probes honour too
         self._opened = False
         self._probe_in_flight = False
 
@@ -66,6 +67,17 @@ class CircuitBreaker:
             return True
         return False
 
+    def try_probe(self) -> bool:
+        """Take the probe slot of a circuit that is not closed, before its back-off is over.
+
+        For a probe that runs beside a request another endpoint serves, so it costs the user
+        nothing; only a Retry-After from the server keeps it waiting.
+        """
+        if not self._opened or self._probe_in_flight or self._clock() < self._server_wait_until:
+            return False
+        self._probe_in_flight = True
+        return True
+
     def release(self) -> None:
         """A request that was allowed ended without a verdict (cancelled: it lost a race)."""
         self._probe_in_flight = False
@@ -86,6 +98,7 @@ class CircuitBreaker:
         self._probe_in_flight = False
         if retry_after_s is not None:
             self._open_for(retry_after_s)
+            self._server_wait_until = self._open_until
             return
         if was_probe and self._opened:
             self._backoff_s = min(self._backoff_s * 2, self._max_backoff_s)

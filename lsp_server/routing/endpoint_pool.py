@@ -1,13 +1,16 @@
 """The live set of endpoints: a backend, its statistics and its breaker, per configured name.
 
 A hot-reloaded configuration keeps the statistics of endpoints that stay; a changed endpoint
-gets a new backend (new URL, model or key variable) but keeps its history.
+gets a new backend, and keeps its history unless it is another endpoint now (a new URL or
+model). `snapshot()` and `absorb()` carry the latency estimates out of and into the pool, keyed
+by that identity (`stats_snapshot`), for the state file and for sharing between processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +18,10 @@ from lsp_server.backends.base import Backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
 from lsp_server.routing.circuit_breaker import CircuitBreaker
 from lsp_server.routing.latency_stats import EndpointStats
+from lsp_server.routing.stats_snapshot import StatsSnapshot, endpoint_key
+
+# A persisted estimate counts half as much for every day it has not been refreshed.
+RESTORE_HALF_LIFE_S = 86_400.0
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,13 @@ class Endpoint:
     def roles(self) -> tuple[str, ...]:
         """The configured roles; the local model serves every role."""
         return self.config.roles if self.config is not None else ("inline", "refactor")
+
+    @property
+    def key(self) -> str | None:
+        """The identity under which its estimates are kept; the local model has none."""
+        if self.config is None:
+            return None
+        return endpoint_key(self.config.name, self.config.base_url, self.config.model)
 
     @property
     def price(self) -> Price:
@@ -70,6 +84,8 @@ class EndpointPool:
                 )
             else:
                 self._close_later(old.backend)
+                if _identity(old.config) != _identity(endpoint_config):
+                    old.stats = EndpointStats()  # another server or model: measure it afresh
                 old.backend, old.config = backend, endpoint_config
                 fresh[old.name] = old
         for name, gone in self.remotes.items():
@@ -92,6 +108,23 @@ class EndpointPool:
                 self.local.stats = previous.stats
         if previous is not None:
             self._close_later(previous.backend)
+
+    def snapshot(self) -> StatsSnapshot:
+        """The latency estimates of the remote endpoints measured so far."""
+        estimates = {}
+        for endpoint in self.remotes.values():
+            estimate = endpoint.stats.estimate()
+            if estimate is not None and endpoint.key is not None:
+                estimates[endpoint.key] = estimate
+        return StatsSnapshot(estimates)
+
+    def absorb(self, snapshot: StatsSnapshot) -> None:
+        """Start endpoints with little data of their own from estimates made elsewhere."""
+        now = time.time()
+        for endpoint in self.remotes.values():
+            estimate = snapshot.endpoints.get(endpoint.key or "")
+            if estimate is not None:
+                endpoint.stats.restore(estimate.aged(now, RESTORE_HALF_LIFE_S))
 
     def all(self) -> list[Endpoint]:
         endpoints = list(self.remotes.values())
@@ -118,3 +151,7 @@ class EndpointPool:
         task = loop.create_task(backend.aclose())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
+
+
+def _identity(config: EndpointConfig | None) -> tuple[str, str, str] | None:
+    return None if config is None else (config.name, config.base_url, config.model)

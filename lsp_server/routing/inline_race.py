@@ -1,9 +1,11 @@
 """One keystroke-level request raced across endpoints: hedging, fallback and the deadline.
 
-The primary starts at once. If it has produced no token after `hedge_after_ms` (and the hedge
-budget allows), the next candidate starts too; a failure starts the next candidate at once. The
-first usable answer wins and every other attempt is cancelled, which closes its HTTP stream or
-stops local generation. At the deadline the request returns what it has, never late text.
+The primary starts at once (with one more endpoint beside it when the router asks: an
+exploration or a probe, counted as a hedge). If it has produced no token after `hedge_after_ms`
+(and the hedge budget allows), the next candidate starts too; a failure starts the next
+candidate at once. The first usable answer wins and every other attempt is cancelled, which
+closes its HTTP stream or stops local generation. At the deadline the request returns what it
+has, never late text.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class Attempt:
     first_token_at: float | None = None
     finished_at: float | None = None
     error: BackendError | None = None
+    cancelled: bool = False  # stopped because another attempt won, or at the deadline
     task: asyncio.Task[None] | None = None
 
     @property
@@ -35,7 +38,7 @@ class Attempt:
 
     @property
     def succeeded(self) -> bool:
-        return self.finished_at is not None and self.error is None
+        return self.finished_at is not None and self.error is None and not self.cancelled
 
 
 @dataclass(slots=True)
@@ -56,12 +59,14 @@ class InlineRace:
         hedge_after_s: float,
         deadline_s: float,
         may_hedge: bool,
+        parallel: int = 1,
     ) -> None:
         self._request = request
         self._queue = list(candidates)
         self._hedge_after_s = hedge_after_s
         self._deadline_s = deadline_s
         self._may_hedge = may_hedge
+        self._parallel = parallel
         self._attempts: list[Attempt] = []
         self._hedged = False
         self._wake = asyncio.Event()
@@ -72,6 +77,8 @@ class InlineRace:
         hedge_at = start + self._hedge_after_s
         try:
             self._launch(hedge=False)
+            for _ in range(self._parallel - 1):  # an exploration or a probe rides along
+                self._hedged = self._launch(hedge=True) or self._hedged
             while True:
                 winner = self._winner()
                 if winner is not None:
@@ -123,6 +130,9 @@ class InlineRace:
                         break  # the rest of the line is all a single-line context can use
         except BackendError as error:
             attempt.error = error
+        except asyncio.CancelledError:
+            attempt.cancelled = True
+            raise
         finally:
             attempt.finished_at = time.monotonic()
             self._wake.set()

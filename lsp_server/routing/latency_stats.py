@@ -1,35 +1,47 @@
 """Live latency statistics of one endpoint.
 
-Two views of the same samples: exponentially weighted means (recent requests weigh most; the
-router ranks on them) and a short window of recent samples for the p50/p95 that people read.
-A request that lost a hedge race is recorded as a *censored* sample: we know only that it took
-at least as long as the winner, and that lower bound still pushes a slow endpoint down the ranking.
+The router ranks on a log-normal model of the time to first token (mean and variance of its
+logarithm, recent requests weighing most, a straggler clipped so it moves the mean little) plus
+the time per streamed token, so an endpoint is judged by when a usable suggestion arrives. The
+model's uncertainty (few samples, or old ones) is what exploration samples from.
+
+A request that lost a race is a *censored* sample: it took at least as long as the winner. It
+enters as the log-normal's expectation beyond that bound, at half weight, so losing races pushes
+a slow endpoint down without a wrong guess of how slow. Failures move only the error rate, never
+the latency, so an endpoint back from an outage is ranked by what it did before.
+
+A short window of raw samples is kept for the p50/p95 that people read.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
+import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
 
-EWMA_ALPHA = 0.2  # weight of the newest sample: about the last ten requests dominate
+from lsp_server.routing.stats_snapshot import EndpointEstimate
+
+EWMA_ALPHA = 0.2  # weight of the newest sample in the plain moving averages shown in status
 WINDOW = 200  # samples kept for percentiles
-# The ranking reads the median of the last few requests (lost races counted at their lower
-# bound): with hedging, a straggler costs one hedge, so what should decide the order is the
-# typical latency, and a median ignores the odd straggler that would swing a mean.
-RANKING_WINDOW = 15
-RANKING_MIN_SAMPLES = 5
+MAX_WEIGHT = 16.0  # the log-latency model remembers about the last sixteen requests
+PRIOR_WEIGHT = 1.0  # pseudo-samples of the prior's variance blended into a young estimate
+PRIOR_LOG_VAR = 0.5**2  # spread assumed before the data says otherwise
+MIN_LOG_VAR = 0.05**2
+CLIP_SD = 2.5  # a sample beyond this many standard deviations is clipped to it, unless…
+SHIFT_RUN = 3  # …this many in a row lie beyond it on the same side: the level has changed
+CENSORED_WEIGHT = 0.5
+CERTAINTY_HALF_LIFE_REQUESTS = 20  # not asked for this many requests: half as sure
+RESTORED_MAX_WEIGHT = 5.0  # a persisted estimate informs a new process but is soon revised
+_INVERSE_MILLS_AT_0 = math.sqrt(2.0 / math.pi)  # E[Z | Z > 0] for a standard normal
 
 
 @dataclass(slots=True)
 class Ewma:
     alpha: float = EWMA_ALPHA
     value: float | None = None
-    # Average the logarithms (a geometric mean): one straggler at ten times the usual latency
-    # then moves the estimate by a factor of about 1.6 instead of tripling it, so a single slow
-    # request does not hand the ranking to a slower endpoint.
+    # Average the logarithms (a geometric mean), so one straggler does not triple the estimate.
     log_space: bool = False
 
     def add(self, sample: float) -> None:
@@ -42,50 +54,120 @@ class Ewma:
 
 
 @dataclass(slots=True)
+class LogLatency:
+    """Exponentially forgetting mean and variance of ln(milliseconds), with its sample weight."""
+
+    mean: float = 0.0
+    var: float = PRIOR_LOG_VAR
+    weight: float = 0.0
+    surprises: int = 0  # consecutive samples beyond CLIP_SD, signed by their side
+
+    @property
+    def known(self) -> bool:
+        return self.weight > 0.0
+
+    @property
+    def spread(self) -> float:
+        """The standard deviation of one sample, the prior blended in while data is scarce."""
+        blended = (self.var * self.weight + PRIOR_LOG_VAR * PRIOR_WEIGHT) / (
+            self.weight + PRIOR_WEIGHT
+        )
+        return math.sqrt(max(blended, MIN_LOG_VAR))
+
+    def add(self, log_ms: float, weight: float = 1.0) -> None:
+        if self.weight >= 3.0:  # enough to tell a straggler from a change of level
+            bound = CLIP_SD * self.spread
+            side = (log_ms > self.mean + bound) - (log_ms < self.mean - bound)
+            same_side = side != 0 and (self.surprises > 0) == (side > 0)
+            self.surprises = self.surprises + side if same_side else side
+            if abs(self.surprises) >= SHIFT_RUN:
+                self.weight, self.surprises = 1.0, 0  # forget the old level: follow the new
+            else:
+                log_ms = min(max(log_ms, self.mean - bound), self.mean + bound)
+        total = min(self.weight + weight, MAX_WEIGHT)
+        alpha = weight / total  # a running mean until the weight is capped, then an EWMA
+        delta = log_ms - self.mean
+        self.mean += alpha * delta
+        self.var = max((1.0 - alpha) * (self.var + alpha * delta * delta), MIN_LOG_VAR)
+        if self.weight == 0.0:
+            self.var = PRIOR_LOG_VAR
+        self.weight = total
+
+    def add_lower_bound(self, log_ms: float) -> None:
+        """The latency was at least exp(log_ms): add its expectation given that, at half weight."""
+        if not self.known:  # the prior's expectation beyond the bound, centred on the bound
+            self.add(log_ms + math.sqrt(PRIOR_LOG_VAR) * _INVERSE_MILLS_AT_0, CENSORED_WEIGHT)
+            return
+        sd = self.spread
+        z = (log_ms - self.mean) / sd
+        if z < -3.0:
+            return  # the bound is far below what we expect: it tells nothing
+        tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+        density = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+        beyond = log_ms + sd if tail < 1e-9 else self.mean + sd * density / tail
+        self.add(max(beyond, log_ms), CENSORED_WEIGHT)
+
+
+@dataclass(slots=True)
 class EndpointStats:
     """What the router knows of one endpoint's recent behaviour."""
 
+    ttft: LogLatency = field(default_factory=LogLatency)
+    ms_per_token: Ewma = field(default_factory=Ewma)
     first_token_ms: Ewma = field(default_factory=lambda: Ewma(log_space=True))
     total_ms: Ewma = field(default_factory=lambda: Ewma(log_space=True))
     error_rate: Ewma = field(default_factory=lambda: Ewma(alpha=0.1, value=0.0))
     tokens_per_s: Ewma = field(default_factory=Ewma)
     recent_total_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     recent_first_token_ms: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
-    ranking_ms: deque[float] = field(default_factory=lambda: deque(maxlen=RANKING_WINDOW))
     requests: int = 0
     wins: int = 0
     errors: int = 0
     hedges: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
-    last_sample_at: float | None = None
+    measured: bool = False  # a whole sample seen (not only lost races' lower bounds)
+    last_sample_at: float | None = None  # monotonic time of the last attempt's end
+    updated_at: float = 0.0  # Unix time of the last latency sample, for snapshots
 
     def record_success(
         self, *, first_token_ms: float | None, total_ms: float, tokens: int, won: bool
     ) -> None:
+        """`first_token_ms` and `total_ms` exclude connection set-up; no first token measured
+        (a non-streamed answer): the whole time stands for it."""
         self.requests += 1
         self.wins += int(won)
         self.tokens += tokens
+        first = total_ms if first_token_ms is None else first_token_ms
+        self.ttft.add(math.log(max(first, 0.1)))
+        self.measured = True
         if first_token_ms is not None:
             self.first_token_ms.add(first_token_ms)
             self.recent_first_token_ms.append(first_token_ms)
+            if tokens > 1:
+                self.ms_per_token.add(max(0.0, total_ms - first_token_ms) / (tokens - 1))
         self.total_ms.add(total_ms)
         self.recent_total_ms.append(total_ms)
-        self.ranking_ms.append(total_ms)
         self.error_rate.add(0.0)
         if tokens and total_ms > 0:
             self.tokens_per_s.add(tokens / (total_ms / 1000))
-        self.last_sample_at = time.monotonic()
+        self._touch()
 
-    def record_censored(self, at_least_ms: float) -> None:
-        """The request was abandoned after `at_least_ms` with no answer (it lost a race)."""
+    def record_censored(self, at_least_ms: float, *, first_token_ms: float | None = None) -> None:
+        """The request was abandoned after `at_least_ms` (it lost a race). When its first token
+        had come (`first_token_ms`), that is a whole sample of the time to first token."""
         self.requests += 1
-        current = self.total_ms.value
-        if current is None or at_least_ms > current:
-            self.total_ms.add(at_least_ms)
-            self.first_token_ms.add(at_least_ms)
-            self.ranking_ms.append(at_least_ms)
-        self.last_sample_at = time.monotonic()
+        if first_token_ms is not None:
+            self.ttft.add(math.log(max(first_token_ms, 0.1)))
+            self.measured = True
+            self.first_token_ms.add(first_token_ms)
+            self.recent_first_token_ms.append(first_token_ms)
+        else:
+            self.ttft.add_lower_bound(math.log(max(at_least_ms, 0.1)))
+            current = self.total_ms.value
+            if current is None or at_least_ms > current:
+                self.total_ms.add(at_least_ms)
+        self._touch()
 
     def record_failure(self) -> None:
         """Failures rank through the error rate, not through latency."""
@@ -105,16 +187,63 @@ class EndpointStats:
         """A recovered endpoint starts afresh: its past outage no longer weighs on its rank."""
         self.error_rate.value = 0.0
 
-    def expected_ms(self, prior_ms: float) -> float:
-        """Expected time to a usable answer; failures inflate it like a retry would."""
-        if len(self.ranking_ms) >= RANKING_MIN_SAMPLES:
-            base = statistics.median(self.ranking_ms)
-        elif self.total_ms.value is not None:
-            base = self.total_ms.value
+    def expected_ms(self, prior_ms: float, tokens: float = 1.0) -> float:
+        """Expected time to a usable answer of `tokens` tokens; failures inflate it like a
+        retry would."""
+        first = math.exp(self.ttft.mean) if self.ttft.known else prior_ms
+        return self._with_failures(first + self._streaming_ms(tokens))
+
+    def sampled_ms(
+        self, prior_ms: float, tokens: float, rng: random.Random, *, unasked_for: int
+    ) -> float:
+        """One draw from what the typical latency might be, given how much is known (Thompson
+        sampling): an endpoint with few samples, or not asked for `unasked_for` requests,
+        draws widely and so gets explored."""
+        if self.ttft.known:
+            weight = self.ttft.weight * 0.5 ** (unasked_for / CERTAINTY_HALF_LIFE_REQUESTS)
+            centre, spread = self.ttft.mean, self.ttft.spread / math.sqrt(max(weight, 0.25))
         else:
-            base = prior_ms
+            centre, spread = math.log(prior_ms), math.sqrt(PRIOR_LOG_VAR)
+        first = math.exp(rng.gauss(centre, spread))
+        return self._with_failures(first + self._streaming_ms(tokens))
+
+    def _streaming_ms(self, tokens: float) -> float:
+        per_token = self.ms_per_token.value
+        return 0.0 if per_token is None else per_token * max(0.0, tokens - 1.0)
+
+    def _with_failures(self, ms: float) -> float:
         failure = min(self.error_rate.value or 0.0, 0.95)
-        return base / (1.0 - failure)
+        return ms / (1.0 - failure)
+
+    def _touch(self) -> None:
+        self.last_sample_at = time.monotonic()
+        self.updated_at = time.time()
+
+    # -- snapshots (persisted between runs, shared between processes) ----------------------
+
+    def estimate(self) -> EndpointEstimate | None:
+        if not self.ttft.known:
+            return None
+        return EndpointEstimate(
+            self.ttft.mean,
+            self.ttft.var,
+            self.ttft.weight,
+            self.ms_per_token.value,
+            self.updated_at,
+        )
+
+    def restore(self, estimate: EndpointEstimate) -> None:
+        """Start from an estimate made elsewhere (an earlier run, another gateway), at a weight
+        that lets this process's own samples take over within a few requests."""
+        weight = min(estimate.weight, RESTORED_MAX_WEIGHT)
+        if weight <= 0.0 or self.ttft.weight >= weight:
+            return
+        variance = max(estimate.log_ttft_var, MIN_LOG_VAR)
+        self.ttft = LogLatency(estimate.log_ttft_mean, variance, weight)
+        self.measured = True
+        if estimate.ms_per_token is not None and self.ms_per_token.value is None:
+            self.ms_per_token.value = estimate.ms_per_token
+        self.updated_at = max(self.updated_at, estimate.updated_at)
 
 
 def _percentile(samples: deque[float], q: float) -> float | None:

@@ -1,12 +1,16 @@
-"""The routing policy shared by every front door (DESIGN.md, routing rules 1-6).
+"""The routing policy shared by every front door (DESIGN.md, routing rules 1-7).
 
 Inline: sensitive or offline → local only, under the local budget (`local.deadline_ms`), a model
-still loading waited for within it; otherwise the `inline` endpoints ranked by expected
-latency (EWMA of recent requests, inflated by their error rate), endpoints with an open breaker
-skipped, the local model last unless it has proved faster. A stale endpoint is now and then put
-first to notice a recovery; the hedge protects that keystroke. Refactor: `refactor` endpoints in
-order of health (none configured: the `inline` endpoints' chat), then the local model, under a
-longer deadline.
+still loading waited for within it; otherwise the `inline` endpoints ranked by expected time to
+a usable suggestion (`inline_choice`: time to first token plus streaming, inflated by the error
+rate), endpoints with an open breaker skipped, the local model last unless it has proved
+faster; exploration and probes ride beside the primary under the hedge budget. Refactor:
+`refactor` endpoints in order of health (none configured: the `inline` endpoints' chat), then
+the local model, under a longer deadline.
+
+Statistics start warm: every remote endpoint is connected when the configuration is applied
+(`warm_connections`), and with a `StatsFile` the estimates of earlier runs are read at start and
+written back now and then and at close.
 """
 
 from __future__ import annotations
@@ -25,14 +29,19 @@ from lsp_server.config.model import Config, OfflineMode
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
+from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
+from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
+from lsp_server.routing.stats_file import StatsFile
+from lsp_server.routing.stats_snapshot import StatsSnapshot
+from lsp_server.routing.warm_connections import WarmConnections
 
 log = logging.getLogger(__name__)
 
-EXPLORE_STALE_S = 15.0  # an endpoint unheard of for this long is worth one more look
-EXPLORE_EVERY_S = 5.0  # at most one exploring request in this interval
 INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
+SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
+SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
@@ -60,15 +69,23 @@ class Router:
         *,
         remote_factory: RemoteFactory,
         local_factory: LocalFactory,
+        stats_file: StatsFile | None = None,
     ) -> None:
         self.config = config
         self.pool = EndpointPool(remote_factory, local_factory)
         self.pool.apply(config)
+        self._stats_file = stats_file
+        self._restored = stats_file.load() if stats_file is not None else StatsSnapshot({})
+        self.pool.absorb(self._restored)
+        self._saved_at = time.monotonic()
+        self._saving: asyncio.Task[None] | None = None
         self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
         self.decisions = DecisionLog()
         self.inline_requests = 0
         self.hedged_requests = 0
-        self._last_explore_at = 0.0
+        self._chooser = InlineChooser()
+        self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
+        self._connections = WarmConnections()
         self._warm_up()
 
     # -- configuration -----------------------------------------------------------------
@@ -76,6 +93,7 @@ class Router:
     def reconfigure(self, config: Config) -> None:
         self.config = config
         self.pool.apply(config)
+        self.pool.absorb(self._restored)
         self.offline.set_mode(config.routing.offline)
         self.offline.set_remotes(self._inline_remote_configs())
         self._warm_up()
@@ -85,8 +103,10 @@ class Router:
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """Start loading the local model now when it will serve every keystroke (offline
-        "always", or no remote inline endpoint), so the first keystroke finds it ready."""
+        """Connect the remote endpoints, and start loading the local model now when it will
+        serve every keystroke (offline "always", or no remote inline endpoint), so the first
+        keystroke finds it ready."""
+        self._connect_endpoints()
         local = self.pool.local
         if local is not None and (self.offline.mode == "always" or not self._has_remote_inline()):
             _start_loading(local)
@@ -96,6 +116,11 @@ class Router:
         need it for offline and sensitive work, and the load takes seconds."""
         if self.pool.local is not None:
             _start_loading(self.pool.local)
+
+    def _connect_endpoints(self) -> None:
+        """Nothing leaves the machine when offline is "always", not even a connection."""
+        if self.offline.mode != "always":
+            self._connections.ensure(self.pool.remotes.values())
 
     def _has_remote_inline(self) -> bool:
         return any("inline" in e.roles for e in self.pool.remotes.values())
@@ -120,13 +145,9 @@ class Router:
         """
         started = time.monotonic()
         self.inline_requests += 1
-        candidates, reason = self._inline_candidates(local_only)
-        if pinned is not None and local_only is None:
-            for other in candidates:
-                if other.name != pinned:
-                    other.breaker.release()  # let go of a probe slot this request will not use
-            candidates = [e for e in candidates if e.name == pinned]
-            reason = "pinned"
+        self._connect_endpoints()
+        choice = self._inline_choice(local_only, request, pinned)
+        candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
             return self._record_empty("inline", reason, started, uri)
         race = InlineRace(
@@ -135,11 +156,17 @@ class Router:
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
             may_hedge=self._hedge_budget_left(),
+            parallel=parallel,
         )
         outcome = await race.run()
         if outcome.hedged:
             self.hedged_requests += 1
-        return self._settle_inline(outcome, candidates, reason, request, started, uri)
+        rider_reason = choice.rider_reason if parallel > 1 else None
+        routed = self._settle_inline(
+            outcome, candidates, (reason, rider_reason), request, started, uri
+        )
+        self._save_now_and_then()
+        return routed
 
     def _inline_deadline_ms(self, candidates: list[Endpoint]) -> int:
         """The keystroke deadline, or the local budget when only the local model can answer
@@ -149,66 +176,48 @@ class Router:
             return max(keystroke, self.config.local.deadline_ms)
         return keystroke
 
-    def _inline_candidates(self, local_only: str | None) -> tuple[list[Endpoint], str]:
+    def _inline_choice(
+        self, local_only: str | None, request: CompletionRequest, pinned: str | None
+    ) -> Choice:
         local = self.pool.local
         if local_only is not None or self.offline.active:
             # The local model is the only answer: one still loading is waited for, within
             # the local budget, rather than skipped.
             reason = local_only or "offline"
-            return ([local] if local is not None and _awaitable_local(local) else []), reason
+            local_answer = local is not None and _awaitable_local(local)
+            return Choice([local] if local is not None and local_answer else [], 1, reason)
         remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
         if remotes:
             local_ready = local is not None and _usable_local(local)
         else:  # a local-only configuration: as above, a loading model is waited for
             local_ready = local is not None and _awaitable_local(local)
-        ranked = self._rank(remotes + ([local] if local is not None and local_ready else []))
-        if not ranked:
+        endpoints = remotes + ([local] if local is not None and local_ready else [])
+        if not endpoints:
             loading = local is not None and getattr(local.backend, "state", "") == "loading"
-            return [], "local-loading" if loading else "no-endpoint"
-        probing = [e for e in ranked if e.breaker.state is BreakerState.HALF_OPEN]
-        allowed = [e for e in ranked if e.breaker.allow()]
-        if not allowed:
-            return [], "breaker-open"
-        reason = "fastest" if allowed[0] is ranked[0] else "breaker-open"
-        probe = next((e for e in allowed if e in probing), None)
-        if probe is not None:
-            # A recovering endpoint goes first, so it is heard from; the hedge covers the keystroke.
-            allowed.remove(probe)
-            allowed.insert(0, probe)
-            return allowed, "explore"
-        explored = self._explore(allowed)
-        if explored is not None:
-            allowed.remove(explored)
-            allowed.insert(0, explored)
-            reason = "explore"
-        return allowed, reason
-
-    def _rank(self, endpoints: list[Endpoint]) -> list[Endpoint]:
-        """Expected latency; before any data, the configured order (the local model last)."""
-        deadline = self.config.routing.inline_deadline_ms
+            return Choice([], 1, "local-loading" if loading else "no-endpoint")
+        if pinned is not None:
+            return Choice(
+                [e for e in endpoints if e.name == pinned and e.breaker.allow()], 1, "pinned"
+            )
+        healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
+        tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
         order = {e.name: i for i, e in enumerate(endpoints)}
+        deadline = self.config.routing.inline_deadline_ms
 
-        def expected(endpoint: Endpoint) -> float:
+        def prior_ms(endpoint: Endpoint) -> float:
+            """Before any data: the configured order, the local model last."""
             prior = deadline * (1 + order[endpoint.name] * 0.05)
-            if endpoint.is_local:
-                prior *= 2
-            return endpoint.stats.expected_ms(prior)
+            return prior * 2 if endpoint.is_local else prior
 
-        return sorted(endpoints, key=expected)
-
-    def _explore(self, allowed: list[Endpoint]) -> Endpoint | None:
-        if len(allowed) < 2:
-            return None
-        now = time.monotonic()
-        if now - self._last_explore_at < EXPLORE_EVERY_S:
-            return None
-        for endpoint in allowed[1:]:
-            last = endpoint.stats.last_sample_at
-            heard_of_best = allowed[0].stats.last_sample_at is not None
-            if heard_of_best and (last is None or now - last > EXPLORE_STALE_S):
-                self._last_explore_at = now
-                return endpoint
-        return None
+        tokens = min(self._suggestion_tokens.value or 1.0, float(request.max_tokens))
+        return self._chooser.choose(
+            healthy,
+            tripped,
+            prior_ms=prior_ms,
+            tokens=tokens,
+            may_ride=self._ride_budget_left(),
+            may_explore_alone=self.config.routing.max_hedge_ratio <= 0,
+        )
 
     def _hedge_delay_ms(self, primary: Endpoint) -> float:
         """`hedge_after_ms`, or sooner when the primary's first token is usually much faster.
@@ -223,6 +232,13 @@ class Router:
         p90 = stats.first_token_percentile(0.9) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90))
 
+    def _ride_budget_left(self) -> bool:
+        """Explorations and probes may use half the hedge budget: stragglers keep the rest."""
+        ratio = self.config.routing.max_hedge_ratio
+        if ratio <= 0:
+            return False
+        return self.hedged_requests < ratio * self.inline_requests / 2 + HEDGE_BURST
+
     def _hedge_budget_left(self) -> bool:
         allowance = self.config.routing.max_hedge_ratio * self.inline_requests + HEDGE_BURST
         return self.hedged_requests < allowance
@@ -231,7 +247,7 @@ class Router:
         self,
         outcome: RaceOutcome,
         candidates: list[Endpoint],
-        reason: str,
+        reasons: tuple[str, str | None],
         request: CompletionRequest,
         started: float,
         uri: str | None,
@@ -244,8 +260,14 @@ class Router:
                 endpoint.breaker.release()  # allowed as a probe but never asked
         winner = outcome.winner
         latency_ms = (time.monotonic() - started) * 1000
+        reason, rider_reason = reasons
         if winner is not None and winner.endpoint is not candidates[0]:
-            reason = "hedge-win" if winner.hedge else "fallback"
+            if rider_reason is not None and winner.endpoint is candidates[1]:
+                reason = rider_reason
+            else:
+                reason = "hedge-win" if winner.hedge else "fallback"
+        if winner is not None:
+            self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None
         tokens = winner.usage.completion_tokens if winner else 0
         detail = _failures(outcome.attempts)
@@ -290,12 +312,9 @@ class Router:
         if attempt.error is not None:
             self._record_failure(endpoint, attempt.error)
         elif attempt.succeeded:
-            first_ms = None
-            if attempt.first_token_at is not None:
-                first_ms = (attempt.first_token_at - attempt.started_at) * 1000
             endpoint.stats.record_success(
-                first_token_ms=first_ms,
-                total_ms=elapsed_ms,
+                first_token_ms=_first_token_ms(attempt),
+                total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
                 tokens=attempt.usage.completion_tokens,
                 won=won,
             )
@@ -305,7 +324,10 @@ class Router:
             if not endpoint.is_local:
                 self.offline.note_success(endpoint.name)
         else:
-            endpoint.stats.record_censored(elapsed_ms)
+            endpoint.stats.record_censored(
+                max(0.0, elapsed_ms - attempt.usage.setup_ms),
+                first_token_ms=_first_token_ms(attempt),
+            )
             endpoint.breaker.release()
 
     def _record_failure(self, endpoint: Endpoint, error: BackendError) -> None:
@@ -466,7 +488,25 @@ class Router:
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
 
+    def _save_now_and_then(self) -> None:
+        """Write the estimates back every `SAVE_EVERY_S`, off the event loop."""
+        if self._stats_file is None or time.monotonic() - self._saved_at < SAVE_EVERY_S:
+            return
+        if self._saving is not None and not self._saving.done():
+            return
+        self._saved_at = time.monotonic()
+        snapshot = self.pool.snapshot()
+        task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self._stats_file.save, snapshot)
+        )
+        self._saving = task
+
     async def aclose(self) -> None:
+        await self._connections.aclose()
+        if self._saving is not None:
+            await asyncio.gather(self._saving, return_exceptions=True)
+        if self._stats_file is not None:
+            self._stats_file.save(self.pool.snapshot())
         await self.offline.aclose()
         await self.pool.aclose()
 
@@ -507,6 +547,14 @@ def _start_loading(endpoint: Endpoint) -> None:
     start = getattr(endpoint.backend, "start_loading", None)
     if callable(start):
         start()
+
+
+def _first_token_ms(attempt: Attempt) -> float | None:
+    """Time to first token from when the request could be sent: connection set-up (TCP, TLS)
+    is the network's cost, paid once per connection, not the model's latency."""
+    if attempt.first_token_at is None:
+        return None
+    return max(0.0, (attempt.first_token_at - attempt.started_at) * 1000 - attempt.usage.setup_ms)
 
 
 def _failures(attempts: list[Attempt]) -> str | None:

@@ -113,7 +113,7 @@ async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
             )
             for _ in range(50):  # the server publishes its status every two seconds
                 result = await asyncio.to_thread(gateway_ls, tmp_path, "stats")
-                if result.returncode == 0 and "fastest" in result.stdout:
+                if result.returncode == 0 and "config-order" in result.stdout:
                     break
                 await asyncio.sleep(0.2)
             assert result.returncode == 0, result.stderr

@@ -265,7 +265,9 @@ async def test_status_reports_endpoints_and_decisions(tmp_path: Path) -> None:
             assert fast["requests"] == 1 and fast["wins"] == 1 and fast["errors"] == 0
             assert fast["health"] == "healthy" and fast["p50_ms"] is not None
             decision = status["decisions"][-1]
-            assert decision["endpoint"] == "fast" and decision["reason"] == "fastest"
+            assert (
+                decision["endpoint"] == "fast" and decision["reason"] == "config-order"
+            )  # unmeasured
             assert decision["kind"] == "inline" and decision["uri"] == uri
 
 

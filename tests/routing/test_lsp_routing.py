@@ -53,7 +53,8 @@ async def test_status_shows_traffic_moving_to_the_fast_endpoint(tmp_path: Path) 
             report = await status(client)
             decisions = [d for d in report["decisions"] if d["kind"] == "inline"]
             assert [d["endpoint"] for d in decisions] == ["fast"] * 5
-            assert decisions[0]["reason"] == "hedge-win" and decisions[0]["hedged"]
+            # Nothing measured yet: the unmeasured second endpoint rides beside the first.
+            assert decisions[0]["reason"] == "explore" and decisions[0]["hedged"]
             assert {d["reason"] for d in decisions[1:]} == {"fastest"}
             assert all(d["tokens"] > 0 and d["cost_usd"] > 0 for d in decisions)
             assert all(d["uri"].endswith(f"f{i}.py") for i, d in enumerate(decisions))
@@ -63,9 +64,11 @@ async def test_status_shows_traffic_moving_to_the_fast_endpoint(tmp_path: Path) 
             assert endpoints["slow"]["wins"] == 0
             assert endpoints["fast"]["health"] == endpoints["slow"]["health"] == "healthy"
             assert report["inline_requests"] == 5
-            # Tried first, then ranked below the fast one: asked again only by a hedge (a
-            # hiccup of this machine longer than hedge_after_ms), never as the primary.
-            assert len(slow.requests) == report["hedged_requests"]
+            # Tried first, then ranked below the fast one: asked again only beside it (as an
+            # exploration, or a hedge on a hiccup of this machine), never as the primary.
+            assert (
+                len([r for r in slow.requests if r.method == "POST"]) == report["hedged_requests"]
+            )
 
 
 async def test_a_hung_endpoint_is_hedged_and_its_request_cancelled(tmp_path: Path) -> None:
@@ -81,7 +84,8 @@ async def test_a_hung_endpoint_is_hedged_and_its_request_cancelled(tmp_path: Pat
 
             report = await status(client)
             decision = report["decisions"][-1]
-            assert decision["endpoint"] == "spare" and decision["reason"] == "hedge-win"
+            assert decision["endpoint"] == "spare"
+            assert decision["reason"] in ("hedge-win", "explore")
             assert decision["hedged"] and decision["latency_ms"] < 5000
             assert report["hedged_requests"] == 1
             assert len(spare.requests) == 1

@@ -24,7 +24,7 @@ from lsp_server.backends.base import (
 )
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
-from lsp_server.routing import router as router_module
+from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
 from lsp_server.routing.router import HEDGE_BURST, Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -121,13 +121,6 @@ def stand_in_router(
     return Router(config, remote_factory=lambda c: by_name[c.name], local_factory=local_factory)
 
 
-@pytest.fixture
-def quick_exploration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exploration on a test's time scale: stale after 0.6 s, at most once per 0.3 s."""
-    monkeypatch.setattr(router_module, "EXPLORE_STALE_S", 0.6)
-    monkeypatch.setattr(router_module, "EXPLORE_EVERY_S", 0.3)
-
-
 # --- policy ---------------------------------------------------------------------------------
 
 
@@ -143,8 +136,9 @@ async def test_a_pinned_request_does_not_hold_another_endpoints_probe() -> None:
     await router.inline(REQUEST, pinned="steady")
     flaky.failure = None
     calls.clear()
-    routed = await router.inline(REQUEST)
-    assert calls[0] == "flaky" and routed.reason == "explore"  # the probe slot was still free
+    await router.inline(REQUEST)
+    assert "flaky" in calls  # the probe slot was still free: it rode beside the request
+    assert breaker.state is BreakerState.CLOSED
     await router.aclose()
 
 
@@ -181,27 +175,6 @@ async def test_ranking_follows_expected_latency_inflated_by_error_rate() -> None
     calls.clear()
     await router.inline(REQUEST)
     assert calls == ["flaky"]
-    await router.aclose()
-
-
-async def test_exploration_picks_a_stale_endpoint_at_most_once_per_interval(
-    quick_exploration: None,
-) -> None:
-    calls: list[str] = []
-    router = stand_in_router([StandIn(n, calls) for n in ("known", "stale_a", "stale_b")])
-    await router.inline(REQUEST)  # cold: the configured first
-    assert calls == ["known"]
-    for _ in range(10):
-        await router.inline(REQUEST)
-    explored = [d.endpoint for d in router.decisions.recent() if d.reason == "explore"]
-    assert explored == ["stale_a"]
-    assert "stale_b" not in calls
-    await asyncio.sleep(router_module.EXPLORE_EVERY_S + 0.05)
-    for _ in range(3):
-        await router.inline(REQUEST)
-    explored = [d.endpoint for d in router.decisions.recent() if d.reason == "explore"]
-    assert explored == ["stale_a", "stale_b"]
-    assert calls.count("stale_b") == 1
     await router.aclose()
 
 
@@ -247,9 +220,7 @@ async def converge(router: Router, name: str, *, within: int, run: int = 8) -> b
     return False
 
 
-async def test_traffic_moves_to_the_fastest_endpoint_and_follows_changes(
-    quick_exploration: None,
-) -> None:
+async def test_traffic_moves_to_the_fastest_endpoint_and_follows_changes() -> None:
     with (
         FakeLLMServer(Behaviour(text=TEXT, latency_s=0.30), name="a") as a,
         FakeLLMServer(Behaviour(text=TEXT, latency_s=0.15), name="b") as b,
@@ -293,7 +264,7 @@ async def test_a_hung_endpoint_is_hedged_and_the_hung_request_cancelled() -> Non
         routed = await router.inline(REQUEST)
         elapsed = time.monotonic() - started
         assert routed.text == TEXT and routed.endpoint == "spare"
-        assert routed.reason == "hedge-win"
+        assert routed.reason in ("hedge-win", "explore")  # explore: it rode along from the start
         assert elapsed < 4.0  # the hedge answered, not the deadline
         assert router.hedged_requests == 1
         assert len(spare.requests) == 1
@@ -319,17 +290,19 @@ async def test_server_errors_open_the_breaker_and_traffic_goes_elsewhere() -> No
         bad.behaviour.fault = "status:500"
         failing = [await router.inline(REQUEST) for _ in range(3)]
         assert [r.endpoint for r in failing] == ["good"] * 3
-        assert all(r.reason == "fallback" and r.text == TEXT for r in failing)
+        assert all(r.reason in ("fallback", "explore") and r.text == TEXT for r in failing)
         assert "bad: server" in (router.decisions.recent()[-1].detail or "")
         status = served_by(router, "bad")
         assert status["health"] == "open" and status["errors"] == 3
         assert "HTTP 500" in (status["last_error"] or "")
 
         asked = len(bad.requests)
-        after = [await router.inline(REQUEST) for _ in range(5)]
-        assert [r.endpoint for r in after] == ["good"] * 5
+        after = [await router.inline(REQUEST) for _ in range(6)]
+        assert [r.endpoint for r in after] == ["good"] * 6
         assert {r.reason for r in after} == {"breaker-open"}
-        assert len(bad.requests) == asked  # the open circuit sends nothing
+        # No keystroke waits on the open circuit; a probe rides beside one now and then.
+        assert len(bad.requests) - asked <= 2
+        assert served_by(router, "bad")["health"] == "open"
         await router.aclose()
 
 
@@ -413,7 +386,7 @@ async def test_decisions_record_tokens_and_cost_from_the_price() -> None:
         )
         routed = await router.inline(REQUEST)
         decision = router.decisions.recent()[-1]
-        assert decision.reason == "fastest" and decision.endpoint == "priced"
+        assert decision.reason == "config-order" and decision.endpoint == "priced"  # unmeasured
         assert decision.kind == "inline" and not decision.hedged
         assert decision.tokens == routed.tokens > 0
         # The upstream's own count (the test server rounds up), preferred to an estimate.

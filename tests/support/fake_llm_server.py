@@ -6,6 +6,8 @@ provider dialects `PROVIDER_ROUTES` lists, each at the path and in the shape its
 documents (`provider_base_url(kind)` gives the base URL an endpoint of that kind uses). What
 it answers, how fast, and how it fails is set by a `Behaviour` that may be swapped while it runs;
 everything it receives is recorded, so a test can assert what left the client and what did not.
+A bare `GET /v1/models` (what the router sends when it connects, ahead of any keystroke: it can
+carry no user content) is counted in `model_list_requests`, apart from `requests`.
 
 It runs uvicorn in a background thread with its own event loop. Every generation request is
 raced against the client going away and against the server stopping, so hanging faults end as
@@ -607,6 +609,7 @@ class FakeLLMServer:
         self.api_key = api_key
         self.port = port
         self.requests: list[RecordedRequest] = []
+        self.model_list_requests = 0
         self.bytes_received = 0
         self.open_streams = 0
         self.completed_streams = 0
@@ -697,6 +700,7 @@ class FakeLLMServer:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.model_list_requests = 0
             self.bytes_received = 0
             self.completed_streams = 0
             self.disconnects = 0
@@ -737,6 +741,9 @@ class FakeLLMServer:
 
     def _record(self, request: RecordedRequest, size: int) -> None:
         with self._lock:
+            if request.method == "GET" and request.path == "/v1/models" and not request.body:
+                self.model_list_requests += 1
+                return
             self.requests.append(request)
             self.bytes_received += size
 

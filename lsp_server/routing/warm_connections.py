@@ -1,0 +1,44 @@
+"""Connections opened when the configuration is applied, before the first keystroke needs them.
+
+Each remote backend is asked once to `connect()` (a model-list call: no user content), so the
+first suggestion does not pay the TCP and TLS set-up, and the router's first latency sample is
+the model's, not the handshake's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Iterable
+
+from lsp_server.backends.base import Backend
+from lsp_server.routing.endpoint_pool import Endpoint
+
+
+class WarmConnections:
+    def __init__(self) -> None:
+        self._asked: weakref.WeakSet[Backend] = weakref.WeakSet()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def ensure(self, endpoints: Iterable[Endpoint]) -> None:
+        """Start connecting every remote backend not asked yet; without a running event loop,
+        nothing (the next call, from a request, does it)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for endpoint in endpoints:
+            backend = endpoint.backend
+            if endpoint.is_local or backend in self._asked:
+                continue
+            self._asked.add(backend)
+            task = loop.create_task(backend.connect())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def aclose(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
