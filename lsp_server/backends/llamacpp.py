@@ -28,6 +28,7 @@ from lsp_server.backends.http_common import (
     iter_sse_json,
     raise_for_status,
     read_json,
+    setup_timing,
     transport_error,
 )
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend, relative
@@ -99,7 +100,7 @@ class LlamaCppBackend(OpenAICompatibleBackend):
             body["prompt"] = request.prefix
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=self.headers()
+                "POST", path, json=body, headers=self.headers(), extensions=setup_timing(usage)
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):
