@@ -227,11 +227,12 @@ def decision_overhead_us(calls: int, rng: random.Random) -> tuple[float, float]:
             )
             endpoint.breaker.record_success()
     samples = []
+    decision_request = request_for(0)
     gc.disable()
     try:
         for _ in range(calls):
             started = time.perf_counter_ns()
-            router._inline_candidates(None)  # the decision itself, without any I/O
+            router._inline_choice(None, decision_request, None)  # the decision, no I/O
             samples.append((time.perf_counter_ns() - started) / 1000)
     finally:
         gc.enable()
