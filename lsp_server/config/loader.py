@@ -9,7 +9,9 @@ Defaults beyond the dataclasses come from the endpoint's kind (`config/providers
 `base_url` and key variable may be omitted where the kind has one (`ollama`, `inception`,
 `mistral`, `deepseek`, `llamacpp`), `fim` follows the kind (`ollama`: false), and an `anthropic`
 endpoint refuses `fim = true` (Anthropic has no fill-in-the-middle API). A relative
-`local.model_path` in a file is taken relative to that file's directory; `~` is expanded.
+`local.model_path` in a file is taken relative to that file's directory; `~` is expanded. An
+endpoint without the `inline` role defaults to `max_tokens = 4096` (a refactor answer), others
+to 64.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
 # Names that routing, status and the gateway's model list use for other things.
 RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
+
+# `max_tokens` of an endpoint without the inline role, when the file does not say.
+REFACTOR_DEFAULT_MAX_TOKENS = 4096
 
 KeyPath = tuple[str | int, ...]
 
@@ -239,6 +244,10 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
     if preset.api_key_env:
         values.setdefault("api_key_env", preset.api_key_env)
     values.setdefault("fim", preset.fim)
+    roles = values.get("roles", ("inline",))
+    if isinstance(roles, list | tuple) and "inline" not in roles:
+        # A refactor answer is a whole rewritten selection, not a few keystrokes' worth.
+        values.setdefault("max_tokens", REFACTOR_DEFAULT_MAX_TOKENS)
     if preset.fim_path is None and values["fim"] is True:
         raise _Invalid(
             (*path, "fim"), f"{kind} endpoints have no fill-in-the-middle API; use fim = false"

@@ -34,7 +34,7 @@ from lsp_server.lsp.documents import client_units, offset_at
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS
-from lsp_server.refactor.service import RefactorFailed, RefactorService
+from lsp_server.refactor.service import DEFAULT_INSTRUCTION, RefactorFailed, RefactorService
 from lsp_server.routing.router import Router
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.status_file import StatusPublisher
@@ -48,6 +48,7 @@ CMD_SET_OFFLINE = "gatewayLs.setOffline"
 CMD_STATUS = "gatewayLs.status"
 REFACTOR_ACTION_TITLE = "Refactor with reasoning model…"
 OFFLINE_MODES = ("auto", "always", "never")
+INSTRUCTION_QUESTION_S = 600.0  # a person choosing; a client that never answers lets go then
 _WORD_AT_END = re.compile(r"\w+$")
 
 
@@ -422,6 +423,11 @@ async def run_refactor_command(
     instruction = params.get("instruction") or ""
     if not isinstance(instruction, str):
         raise ValueError("gatewayLs.refactor: instruction must be a string")
+    if not instruction.strip():
+        chosen = await ask_instruction(ls)
+        if chosen is None:
+            return {"applied": False, "error": "no instruction chosen"}
+        instruction = chosen
     version = document.version
     start, end = offset_at(document, selection.start), offset_at(document, selection.end)
     progress = RefactorProgress(ls, request_id)
@@ -475,6 +481,30 @@ async def run_refactor_command(
     )
     applied = bool(getattr(response, "applied", False))
     return {"applied": applied, "endpoint": result.endpoint, "edits": len(result.edits)}
+
+
+async def ask_instruction(ls: GatewayServer) -> str | None:
+    """The instruction for a refactor asked without one (editors with no input box: Neovim,
+    Emacs): the person picks one of the ready instructions; None if they dismiss the question.
+    A client that cannot ask gets the default instruction rather than an empty one."""
+    titles = {title: instruction for title, instruction in READY_INSTRUCTIONS}
+    question = types.ShowMessageRequestParams(
+        type=types.MessageType.Info,
+        message="gateway-ls: how should the selection be refactored?",
+        actions=[types.MessageActionItem(title=title) for title in titles],
+    )
+    try:
+        choice = await asyncio.wait_for(
+            ls.window_show_message_request_async(question), INSTRUCTION_QUESTION_S
+        )
+    except TimeoutError:
+        return None
+    except Exception as error:  # the client cannot ask: refactor with the default instruction
+        log.info("cannot ask for a refactor instruction (%s); using the default", error)
+        return DEFAULT_INSTRUCTION
+    if choice is None:
+        return None
+    return titles.get(choice.title)
 
 
 class RefactorProgress:

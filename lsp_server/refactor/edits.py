@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from lsprotocol.types import Position, Range, TextEdit
 
+from lsp_server.refactor.prompt import SELECTION_END, SELECTION_START
+
 
 class RefactorOutputError(Exception):
     """The model's answer cannot be applied; the message says why, for the user."""
@@ -78,6 +80,20 @@ def extract_code(answer: str, language: str) -> str:
         what = "contains no code" if answer.strip() else "is empty"
         raise RefactorOutputError(f"the model's answer {what}")
     return "\n".join(lines)
+
+
+def without_markers(code: str) -> str:
+    """The code without the prompt's selection markers, which never belong in the file.
+
+    A model that echoes the surrounding code with the markers still marks its replacement:
+    what lies between them is kept."""
+    start, end = code.find(SELECTION_START), code.find(SELECTION_END)
+    if start >= 0 and end > start:
+        code = code[start + len(SELECTION_START) : end]
+    code = code.replace(SELECTION_START, "").replace(SELECTION_END, "")
+    if not code.strip():
+        raise RefactorOutputError("the model's answer contains no code")
+    return "\n".join(_trim_blank_lines(code.splitlines()))
 
 
 def _fenced_blocks(answer: str) -> list[_FencedBlock]:
@@ -377,7 +393,7 @@ def plan_refactor_edit(
     )
     line_prefix = document_text[line_start + 1 : selection_start]
     replacement = reindent(
-        extract_code(answer, language),
+        without_markers(extract_code(answer, language)),
         selection_text,
         line_prefix=line_prefix,
         newline=_document_newline(document_text),

@@ -22,6 +22,11 @@ DEFAULT_INSTRUCTION = (
     "Refactor this code to be clearer and more idiomatic without changing its behaviour."
 )
 REFACTOR_MAX_TOKENS = 4096
+# The local model's answer is sized to the selection: a rewrite is rarely more than twice as long
+# as what it replaces, and a small CPU model writing on past that only burns the deadline.
+LOCAL_MIN_TOKENS = 256
+LOCAL_MAX_TOKENS = 1024
+CHARS_PER_TOKEN = 3
 
 
 class RefactorFailed(Exception):
@@ -76,7 +81,11 @@ class RefactorService:
         request = ChatRequest(messages=messages, max_tokens=REFACTOR_MAX_TOKENS)
         try:
             routed = await self._router.refactor(
-                request, uri=uri, local_only=local_only, on_text=count
+                request,
+                uri=uri,
+                local_only=local_only,
+                on_text=count,
+                local_max_tokens=local_answer_budget(end - start),
             )
         except RoutingFailed as failure:
             raise RefactorFailed(f"refactor failed: {failure}") from None
@@ -84,5 +93,18 @@ class RefactorService:
         try:
             edits = plan_refactor_edit(text, start, end, routed.text, language)
         except RefactorOutputError as error:
-            raise RefactorFailed(f"{endpoint} answered, but {error}") from None
+            cut = routed.max_tokens is not None and routed.tokens >= routed.max_tokens
+            if cut:
+                raise RefactorFailed(
+                    f"{endpoint} stopped at its limit of {routed.max_tokens} tokens before the "
+                    "code was complete; nothing was changed (select less code, or raise the "
+                    "endpoint's max_tokens)"
+                ) from None
+            raise RefactorFailed(f"{endpoint} answered, but {error}; nothing was changed") from None
         return RefactorResult(edits, endpoint, routed.reason, instruction)
+
+
+def local_answer_budget(selection_chars: int) -> int:
+    """Tokens the local model may write for a selection of this size."""
+    wanted = 2 * selection_chars // CHARS_PER_TOKEN + LOCAL_MIN_TOKENS // 2
+    return max(LOCAL_MIN_TOKENS, min(LOCAL_MAX_TOKENS, wanted))

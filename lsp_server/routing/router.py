@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -56,6 +57,7 @@ class Routed:
     tokens: int
     timed_out: bool = False
     usage: Usage | None = None  # the answering call's counts and finish reason
+    max_tokens: int | None = None  # the most tokens the answering endpoint was asked for
 
 
 class RoutingFailed(Exception):
@@ -360,6 +362,7 @@ class Router:
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
         restart_after_text: bool = True,
+        local_max_tokens: int | None = None,
     ) -> Routed:
         """Ask the reasoning endpoints in turn (then the local model) under the long deadline.
 
@@ -367,6 +370,8 @@ class Router:
         chunk. A failed attempt's text is dropped and the next
         endpoint starts from scratch, unless `restart_after_text` is false and some text was
         already passed on (a caller streaming to its own client cannot take it back).
+        Each endpoint is asked for at most its own `max_tokens`, the local model for at most
+        `local_max_tokens` (a cap the caller sizes to fit the deadline on a CPU).
         Raises `RoutingFailed` when none answers.
         """
         started = time.monotonic()
@@ -401,8 +406,9 @@ class Router:
             if on_attempt is not None:
                 on_attempt(endpoint.name)
             try:
+                asked = _bounded(request, endpoint, local_max_tokens)
                 text = await asyncio.wait_for(
-                    _collect(endpoint, request, usage, forward), timeout=remaining
+                    _collect(endpoint, asked, usage, forward), timeout=remaining
                 )
             except TimeoutError:
                 failures.append(f"{endpoint.name}: no answer within the deadline")
@@ -445,7 +451,13 @@ class Router:
                 )
             )
             return Routed(
-                text, endpoint.name, final_reason, latency_ms, usage.completion_tokens, usage=usage
+                text,
+                endpoint.name,
+                final_reason,
+                latency_ms,
+                usage.completion_tokens,
+                usage=usage,
+                max_tokens=asked.max_tokens,
             )
         self._record_empty("refactor", "failed", started, uri)
         raise RoutingFailed("; ".join(failures))
@@ -509,6 +521,14 @@ class Router:
             self._stats_file.save(self.pool.snapshot())
         await self.offline.aclose()
         await self.pool.aclose()
+
+
+def _bounded(request: ChatRequest, endpoint: Endpoint, local_cap: int | None) -> ChatRequest:
+    """`request` asking for no more than this endpoint may write."""
+    cap = endpoint.config.max_tokens if endpoint.config is not None else local_cap
+    if cap is None or cap >= request.max_tokens:
+        return request
+    return dataclasses.replace(request, max_tokens=cap)
 
 
 async def _collect(

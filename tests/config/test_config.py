@@ -104,6 +104,7 @@ def test_design_example_loads_exactly(tmp_path: Path) -> None:
             api_key_env="ANTHROPIC_API_KEY",
             roles=("refactor",),
             fim=False,
+            max_tokens=4096,  # the default of an endpoint without the inline role
         ),
     )
 
