@@ -15,7 +15,7 @@ from lsprotocol import types
 from lsp_server.backends.base import ChatRequest
 from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
 from lsp_server.refactor.prompt import build_refactor_messages
-from lsp_server.routing.router import Router, RoutingFailed
+from lsp_server.routing.router import Routed, Router, RoutingFailed
 from lsp_server.suggest.service import SuggestionService
 
 DEFAULT_INSTRUCTION = (
@@ -93,8 +93,7 @@ class RefactorService:
         try:
             edits = plan_refactor_edit(text, start, end, routed.text, language)
         except RefactorOutputError as error:
-            cut = routed.max_tokens is not None and routed.tokens >= routed.max_tokens
-            if cut:
+            if _cut_short(routed):
                 raise RefactorFailed(
                     f"{endpoint} stopped at its limit of {routed.max_tokens} tokens before the "
                     "code was complete; nothing was changed (select less code, or raise the "
@@ -108,3 +107,10 @@ def local_answer_budget(selection_chars: int) -> int:
     """Tokens the local model may write for a selection of this size."""
     wanted = 2 * selection_chars // CHARS_PER_TOKEN + LOCAL_MIN_TOKENS // 2
     return max(LOCAL_MIN_TOKENS, min(LOCAL_MAX_TOKENS, wanted))
+
+
+def _cut_short(routed: Routed) -> bool:
+    """The answer stopped at its token limit, as the upstream said or as its count shows."""
+    if routed.finish_reason is not None:
+        return routed.finish_reason == "length"
+    return routed.max_tokens is not None and routed.tokens >= routed.max_tokens

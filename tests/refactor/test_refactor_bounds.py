@@ -85,7 +85,8 @@ async def test_prompt_markers_in_the_answer_never_reach_the_file(tmp_path: Path)
 async def test_the_endpoint_max_tokens_bounds_a_refactor_and_a_cut_answer_is_named(
     tmp_path: Path,
 ) -> None:
-    cut_short = "```python\nreturn math.pi * (self.r"  # the answer stopped mid-expression
+    # The test server cuts at max_tokens (four characters a token), mid-expression here.
+    cut_short = "```python\nreturn math.pi * (self.r" + " * self.r" * 20 + ")\n```\n"
     with FakeLLMServer(Behaviour(text=cut_short, chunk_chars=1)) as endpoint:
         config = LOCAL_OFF + endpoint_toml(
             "small", endpoint.base_url, fim=False, roles='["refactor"]', extra="max_tokens = 16"
