@@ -111,6 +111,7 @@ def local_answer_budget(selection_chars: int) -> int:
 
 def _cut_short(routed: Routed) -> bool:
     """The answer stopped at its token limit, as the upstream said or as its count shows."""
-    if routed.finish_reason is not None:
-        return routed.finish_reason == "length"
+    reason = routed.usage.finish_reason if routed.usage is not None else None
+    if reason is not None:
+        return reason == "length"
     return routed.max_tokens is not None and routed.tokens >= routed.max_tokens

@@ -58,7 +58,6 @@ class Routed:
     timed_out: bool = False
     usage: Usage | None = None  # the answering call's counts and finish reason
     max_tokens: int | None = None  # the most tokens the answering endpoint was asked for
-    finish_reason: str | None = None  # "length": the answer was cut at `max_tokens`
 
 
 class RoutingFailed(Exception):
@@ -459,7 +458,6 @@ class Router:
                 usage.completion_tokens,
                 usage=usage,
                 max_tokens=asked.max_tokens,
-                finish_reason=usage.finish_reason,
             )
         self._record_empty("refactor", "failed", started, uri)
         raise RoutingFailed("; ".join(failures))
