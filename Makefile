@@ -31,11 +31,16 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The extension's own tests, its .vsix, and a real VS Code for tests/clients/test_vscode_code_server.py
+# (code-server from npm and Debian's chromium, see scripts/install-code-server.sh).
+CODE_SERVER_CACHE := clients/vscode/.cache/code-server
+
 test-vscode:
 	@if command -v npm >/dev/null 2>&1; then \
-		cd clients/vscode && npm ci --no-audit --no-fund && npm run typecheck && npm run compile && npm test && npm run package; \
+		(cd clients/vscode && npm ci --no-audit --no-fund && npm run typecheck && npm run compile && npm test && npm run package) && \
+		scripts/install-code-server.sh $(CODE_SERVER_CACHE); \
 	else \
-		echo "npm not found: skipping the VS Code extension's tests" >&2; \
+		echo "npm not found: skipping the VS Code extension's tests and the real VS Code" >&2; \
 	fi
 
 bench: setup
@@ -45,4 +50,4 @@ bench: setup
 	$(BIN)/python -m bench.reliability_report
 
 clean:
-	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out
+	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts

@@ -1,0 +1,237 @@
+// @ts-check
+/**
+ * Drives a running code-server (VS Code in the browser) with Debian's Chromium through
+ * puppeteer-core, as a user would: opens a Python file, types, waits for the ghost text, reads the
+ * status bar and runs the extension's commands. Screenshots of each step go to the artifacts
+ * folder. One JSON object on stdout reports what was seen; the exit code is 1 when a step failed.
+ *
+ * Usage: node drive.mjs '<JSON plan>'; the plan's fields are documented on `Plan` below.
+ */
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import puppeteer from "puppeteer-core";
+
+/**
+ * @typedef {object} Plan
+ * @property {string} url          code-server's address, with `?folder=` for the workspace
+ * @property {string} file         the file to open, by name (typed into Quick Open)
+ * @property {number} line         1-based line on which to type
+ * @property {string} type         the text typed at the end of that line
+ * @property {string} ghostText    text the ghost text must contain
+ * @property {string} statusText   text the gateway-ls status bar item must contain
+ * @property {string} artifacts    folder for screenshots
+ * @property {string} [browser]    the Chromium executable (default /usr/bin/chromium)
+ * @property {number} [timeoutMs]  budget of each wait (default 60 s)
+ * @property {string} [prefix]     prefix of the screenshots' names
+ */
+
+/** @type {Plan} */
+const plan = JSON.parse(process.argv[2] ?? "{}");
+const timeout = plan.timeoutMs ?? 60_000;
+const prefix = plan.prefix ?? "vscode";
+/** @type {Record<string, unknown>} */
+const report = { steps: [] };
+const steps = /** @type {string[]} */ (report.steps);
+
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+  "--window-size=1280,800",
+];
+
+mkdirSync(plan.artifacts, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), "gateway-ls-chromium-"));
+const browser = await puppeteer.launch({
+  executablePath: plan.browser ?? "/usr/bin/chromium",
+  headless: true,
+  args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`],
+  defaultViewport: { width: 1280, height: 800 },
+  timeout,
+});
+let failed = false;
+try {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(timeout);
+  /** @param {string} name */
+  const shot = (name) => page.screenshot({ path: join(plan.artifacts, `${prefix}-${name}.png`) });
+
+  await page.goto(plan.url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench .part.editor", { visible: true });
+  await page.waitForSelector(".statusbar-item", { visible: true });
+  steps.push("workbench loaded");
+
+  // Quick Open the file.
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyP");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget input", { visible: true });
+  await page.keyboard.type(plan.file, { delay: 20 });
+  await page.waitForFunction(
+    (name) =>
+      [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((row) =>
+        row.textContent?.includes(name),
+      ),
+    {},
+    plan.file,
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (name) =>
+      [...document.querySelectorAll(".tabs-container .tab")].some((tab) =>
+        tab.textContent?.includes(name),
+      ),
+    {},
+    plan.file,
+  );
+  await page.waitForSelector(".editor-instance .monaco-editor .view-lines", { visible: true });
+  steps.push(`opened ${plan.file}`);
+
+  // The extension starts the server once the workbench is up; until the server answers, the
+  // status bar item shows a slashed circle. Typing before that would go unseen by the server.
+  await page.waitForFunction(() => {
+    const item = document.querySelector('[id$="gatewayLs.status"]');
+    return item !== null && item.querySelector(".codicon-circle-slash") === null;
+  });
+  report.statusBarBefore = await statusBarText(page);
+  steps.push("the server is running");
+
+  // Go to the end of the line and type, as a user would.
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyG");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget input", { visible: true });
+  await page.keyboard.type(`${plan.line}`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("End");
+  await page.keyboard.type(plan.type, { delay: 60 });
+  steps.push(`typed ${JSON.stringify(plan.type)} on line ${plan.line}`);
+
+  // Monaco renders the ghost text's spaces as no-break spaces.
+  await page.waitForFunction(
+    (expected) =>
+      [...document.querySelectorAll('.monaco-editor [class*="ghost-text"]')]
+        .map((node) => node.textContent ?? "")
+        .join("")
+        .replace(/\u00a0/g, " ")
+        .includes(expected),
+    {},
+    plan.ghostText,
+  );
+  report.ghostText = await page.$$eval('.monaco-editor [class*="ghost-text"]', (nodes) =>
+    nodes
+      .map((node) => node.textContent ?? "")
+      .join("")
+      .replace(/\u00a0/g, " "),
+  );
+  steps.push("ghost text shown");
+  await shot("ghost-text");
+
+  // The status bar names the endpoint that served the suggestion.
+  await page.waitForFunction(
+    (expected) =>
+      (document.querySelector('[id$="gatewayLs.status"]')?.textContent ?? "").includes(expected),
+    {},
+    plan.statusText,
+  );
+  report.statusBar = await statusBarText(page);
+  steps.push("status bar names the endpoint");
+
+  // Tab accepts the suggestion into the document.
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(
+    (expected) =>
+      (document.querySelector(".editor-instance .monaco-editor .view-lines")?.textContent ?? "")
+        .replace(/\u00a0/g, " ")
+        .includes(expected),
+    {},
+    plan.type + plan.ghostText,
+  );
+  steps.push("Tab accepted the suggestion");
+
+  // gateway-ls: Show Routing Status, from the command palette.
+  await runCommand(page, "gateway-ls: Show Routing Status");
+  const statusFrame = await waitForFrameText(page, "gateway-ls routing status", timeout);
+  report.routingStatus = await statusFrame.evaluate(() => document.body.innerText);
+  steps.push("Show Routing Status opened the routing status");
+  await shot("routing-status");
+
+  report.notifications = await page.$$eval(".notification-toast", (nodes) =>
+    nodes.map((node) => node.textContent ?? ""),
+  );
+} catch (error) {
+  failed = true;
+  report.error = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const pages = await browser.pages();
+  const page = pages[pages.length - 1];
+  if (page) {
+    report.statusBar ??= await statusBarText(page).catch(() => undefined);
+    report.notifications ??= await page
+      .$$eval(".notification-toast", (nodes) => nodes.map((node) => node.textContent ?? ""))
+      .catch(() => undefined);
+    await page
+      .screenshot({ path: join(plan.artifacts, `${prefix}-failure.png`) })
+      .catch(() => undefined);
+  }
+} finally {
+  await browser.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.stdout.write(JSON.stringify(report) + "\n");
+process.exit(failed ? 1 : 0);
+
+/** @param {import("puppeteer-core").Page} page */
+async function statusBarText(page) {
+  return page.$eval('[id$="gatewayLs.status"]', (node) => node.textContent ?? "");
+}
+
+/**
+ * Runs a command by its title from the command palette.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} title
+ */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { visible: true });
+  await page.keyboard.type(title, { delay: 20 });
+  await page.waitForFunction(
+    (wanted) =>
+      [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((row) =>
+        (row.getAttribute("aria-label") ?? row.textContent ?? "").includes(wanted),
+      ),
+    {},
+    title,
+  );
+  await page.keyboard.press("Enter");
+}
+
+/**
+ * The frame (webviews live in nested iframes) whose text contains `text`.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} text
+ * @param {number} budgetMs
+ */
+async function waitForFrameText(page, text, budgetMs) {
+  const deadline = Date.now() + budgetMs;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      const found = await frame
+        .evaluate((wanted) => document.body?.innerText.includes(wanted) ?? false, text)
+        .catch(() => false);
+      if (found) {
+        return frame;
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`no frame shows ${JSON.stringify(text)} after ${budgetMs} ms`);
+}
