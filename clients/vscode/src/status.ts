@@ -10,50 +10,112 @@ export interface EndpointStatus {
   readonly kind: string;
   readonly model: string;
   readonly roles: readonly string[];
-  readonly health: "healthy" | "degraded" | "open" | "half_open";
-  readonly requests: number;
-  readonly wins: number;
-  readonly errors: number;
+  /** "healthy" | "degraded" | "open" | "half_open", or whatever a newer server reports. */
+  readonly health: string;
+  readonly requests: number | null;
+  readonly wins: number | null;
+  readonly errors: number | null;
   readonly p50_ms: number | null;
   readonly p95_ms: number | null;
 }
 
 export interface RoutingDecision {
   readonly time: string;
-  readonly kind: "inline" | "refactor";
-  readonly endpoint: string;
+  /** "inline" | "refactor" */
+  readonly kind: string;
+  /** null when no endpoint answered (the deadline passed, every endpoint failed). */
+  readonly endpoint: string | null;
   readonly reason: string;
-  readonly latency_ms: number;
-  readonly tokens: number;
-  readonly cost_usd: number;
+  readonly latency_ms: number | null;
+  readonly tokens: number | null;
+  readonly cost_usd: number | null;
   readonly uri: string | null;
+  /** What went wrong, in one line, when something did. */
+  readonly detail: string | null;
 }
 
 export interface RoutingStatus {
-  readonly offline: OfflineMode;
+  readonly offline: string;
   readonly offline_active: boolean;
   readonly local: { readonly state: string; readonly model: string };
   readonly endpoints: readonly EndpointStatus[];
   readonly decisions: readonly RoutingDecision[];
 }
 
-/** Checks the outline of a status answer; fields inside are trusted to follow the contract. */
-export function isRoutingStatus(value: unknown): value is RoutingStatus {
-  if (typeof value !== "object" || value === null) {
-    return false;
+/**
+ * The server's answer in a shape the rendering can rely on: absent, null or mistyped fields become
+ * empty values (`null` for numbers, "" for names), so no field of a newer or older server can make
+ * the status bar read "null" or the status view throw. Undefined when it is no status at all.
+ */
+export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
+  const raw = record(value);
+  if (raw === undefined || typeof raw.offline !== "string") {
+    return undefined;
   }
-  const status = value as Record<string, unknown>;
-  return (
-    typeof status.offline === "string" &&
-    typeof status.offline_active === "boolean" &&
-    typeof status.local === "object" &&
-    status.local !== null &&
-    Array.isArray(status.endpoints) &&
-    Array.isArray(status.decisions)
-  );
+  const local = record(raw.local) ?? {};
+  return {
+    offline: raw.offline,
+    offline_active: raw.offline_active === true,
+    local: { state: text(local.state) || "unknown", model: text(local.model) },
+    endpoints: list(raw.endpoints).flatMap((item) => {
+      const e = record(item);
+      return e === undefined
+        ? []
+        : [
+            {
+              name: text(e.name),
+              kind: text(e.kind),
+              model: text(e.model),
+              roles: list(e.roles).filter((role): role is string => typeof role === "string"),
+              health: text(e.health),
+              requests: count(e.requests),
+              wins: count(e.wins),
+              errors: count(e.errors),
+              p50_ms: count(e.p50_ms),
+              p95_ms: count(e.p95_ms),
+            },
+          ];
+    }),
+    decisions: list(raw.decisions).flatMap((item) => {
+      const d = record(item);
+      return d === undefined
+        ? []
+        : [
+            {
+              time: text(d.time),
+              kind: text(d.kind),
+              endpoint: text(d.endpoint) || null,
+              reason: text(d.reason),
+              latency_ms: count(d.latency_ms),
+              tokens: count(d.tokens),
+              cost_usd: count(d.cost_usd),
+              uri: text(d.uri) || null,
+              detail: text(d.detail) || null,
+            },
+          ];
+    }),
+  };
 }
 
-const HEALTH_LABELS: Readonly<Record<EndpointStatus["health"], string>> = {
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+function count(value: unknown): number | null {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+function list(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+const HEALTH_LABELS: Readonly<Record<string, string>> = {
   healthy: "healthy",
   degraded: "degraded",
   open: "circuit open",
@@ -62,7 +124,7 @@ const HEALTH_LABELS: Readonly<Record<EndpointStatus["health"], string>> = {
 
 /** The decisions, newest first. */
 export function newestFirst(decisions: readonly RoutingDecision[]): RoutingDecision[] {
-  return [...decisions].sort((a, b) => Date.parse(b.time) - Date.parse(a.time));
+  return [...decisions].sort((a, b) => (Date.parse(b.time) || 0) - (Date.parse(a.time) || 0));
 }
 
 export function lastInlineDecision(status: RoutingStatus): RoutingDecision | undefined {
@@ -70,10 +132,13 @@ export function lastInlineDecision(status: RoutingStatus): RoutingDecision | und
 }
 
 /** The model behind an endpoint name; the local model is named by its file. */
-export function modelOf(status: RoutingStatus, endpoint: string): string {
+export function modelOf(status: RoutingStatus, endpoint: string | null): string {
+  if (endpoint === null) {
+    return NO_ENDPOINT;
+  }
   const remote = status.endpoints.find((e) => e.name === endpoint);
   if (remote) {
-    return remote.model;
+    return remote.model || remote.name;
   }
   if (endpoint === "local" && status.local.model) {
     return lastSegment(status.local.model);
@@ -88,9 +153,15 @@ export function formatMs(ms: number | null): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-export function formatUsd(usd: number): string {
+export function formatUsd(usd: number | null): string {
+  if (usd === null) {
+    return "–";
+  }
   return usd === 0 ? "$0" : `$${usd.toPrecision(2)}`;
 }
+
+/** How a decision in which no endpoint answered is named. */
+const NO_ENDPOINT = "no suggestion";
 
 /** Status bar text with codicons: who served the last suggestion, how fast, and the mode. */
 export function statusBarText(status: RoutingStatus): string {
@@ -109,8 +180,7 @@ export function statusBarTooltip(status: RoutingStatus): string {
   const last = lastInlineDecision(status);
   const lines = [
     last
-      ? `Last suggestion: ${modelOf(status, last.endpoint)} (${last.endpoint}), ` +
-        `${formatMs(last.latency_ms)}, ${reasonText(last.reason)}`
+      ? lastDecisionLine(status, last)
       : "No suggestion yet",
     `Offline mode: ${status.offline}${status.offline_active ? " (offline now)" : ""}`,
     `Local model: ${status.local.state}`,
@@ -132,6 +202,14 @@ const REASONS: Readonly<Record<string, string>> = {
 
 function reasonText(reason: string): string {
   return REASONS[reason] ?? reason;
+}
+
+function lastDecisionLine(status: RoutingStatus, last: RoutingDecision): string {
+  const why = [reasonText(last.reason), last.detail].filter(Boolean).join(": ");
+  return last.endpoint === null
+    ? `Last request: no endpoint answered, ${formatMs(last.latency_ms)}, ${why}`
+    : `Last suggestion: ${modelOf(status, last.endpoint)} (${last.endpoint}), ` +
+        `${formatMs(last.latency_ms)}, ${why}`;
 }
 
 /** The routing status as a markdown document. */
@@ -159,9 +237,9 @@ export function statusMarkdown(status: RoutingStatus): string {
           e.model,
           e.roles.join(", "),
           HEALTH_LABELS[e.health] ?? e.health,
-          String(e.requests),
-          String(e.wins),
-          String(e.errors),
+          formatCount(e.requests),
+          formatCount(e.wins),
+          formatCount(e.errors),
           formatMs(e.p50_ms),
           formatMs(e.p95_ms),
         ]),
@@ -179,10 +257,10 @@ export function statusMarkdown(status: RoutingStatus): string {
         row([
           d.time,
           d.kind,
-          d.endpoint,
-          reasonText(d.reason),
+          d.endpoint ?? "–",
+          d.detail ? `${reasonText(d.reason)}: ${d.detail}` : reasonText(d.reason),
           formatMs(d.latency_ms),
-          String(d.tokens),
+          formatCount(d.tokens),
           formatUsd(d.cost_usd),
           d.uri ? fileName(d.uri) : "",
         ]),
@@ -192,8 +270,17 @@ export function statusMarkdown(status: RoutingStatus): string {
   return lines.join("\n") + "\n";
 }
 
+function formatCount(value: number | null): string {
+  return value === null ? "–" : String(value);
+}
+
 function fileName(uri: string): string {
-  return decodeURIComponent(lastSegment(uri));
+  const name = lastSegment(uri);
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name; // not valid percent-encoding: shown as it came
+  }
 }
 
 function lastSegment(pathOrUri: string): string {

@@ -1,7 +1,7 @@
 /** Keeps the latest `gatewayLs.status` answer: polled while the window has focus, and on demand. */
 import * as vscode from "vscode";
 
-import { isRoutingStatus, type RoutingStatus } from "./status";
+import { parseRoutingStatus, type RoutingStatus } from "./status";
 
 const POLL_INTERVAL_MS = 5000;
 const SOON_MS = 300;
@@ -66,7 +66,7 @@ export class StatusPoller implements vscode.Disposable {
     } catch {
       answer = undefined;
     }
-    this.current = isRoutingStatus(answer) ? answer : undefined;
+    this.current = parseRoutingStatus(answer);
     this.updated.fire(this.current);
     return this.current;
   }

@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 
 import {
   formatMs,
-  isRoutingStatus,
+  parseRoutingStatus,
   type RoutingDecision,
   type RoutingStatus,
   statusBarText,
@@ -21,6 +21,7 @@ function decision(overrides: Partial<RoutingDecision>): RoutingDecision {
     tokens: 21,
     cost_usd: 0.0000123,
     uri: "file:///src/app/main.py",
+    detail: null,
     ...overrides,
   };
 }
@@ -134,9 +135,66 @@ describe("helpers", () => {
     assert.equal(formatMs(2345), "2.3 s");
   });
 
-  test("isRoutingStatus accepts the contract's outline only", () => {
-    assert.ok(isRoutingStatus(JSON.parse(JSON.stringify(SAMPLE))));
-    assert.ok(!isRoutingStatus(null));
-    assert.ok(!isRoutingStatus({ offline: "auto" }));
+  test("parseRoutingStatus keeps a well-formed answer as it is", () => {
+    assert.deepEqual(parseRoutingStatus(JSON.parse(JSON.stringify(SAMPLE))), SAMPLE);
+  });
+
+  test("parseRoutingStatus refuses what is no status", () => {
+    assert.equal(parseRoutingStatus(null), undefined);
+    assert.equal(parseRoutingStatus("ok"), undefined);
+    assert.equal(parseRoutingStatus([]), undefined);
+    assert.equal(parseRoutingStatus({ endpoints: [] }), undefined);
+  });
+});
+
+describe("answers with null or absent fields", () => {
+  /** A decision in which no endpoint answered, as the server reports it. */
+  const unanswered = {
+    time: "2025-03-01T10:00:07Z",
+    kind: "inline",
+    endpoint: null,
+    reason: "deadline",
+    latency_ms: 353,
+    tokens: 0,
+    cost_usd: 0,
+    uri: "file:///src/app/main.py",
+    detail: "no endpoint answered within 350 ms",
+  };
+  const sparse = {
+    offline: "auto",
+    local: null,
+    endpoints: [{ name: "mercury", model: null, p50_ms: null, requests: null }, null, 7],
+    decisions: [unanswered, { endpoint: null, time: null, latency_ms: null, uri: "%E0%A4" }, "x"],
+  };
+
+  test("a decision without an endpoint never reads null in the status bar", () => {
+    const status = parseRoutingStatus({ ...SAMPLE, decisions: [unanswered] });
+    assert.ok(status);
+    const text = statusBarText(status);
+    assert.equal(text, "$(zap) no suggestion 353 ms");
+    assert.doesNotMatch(text, /null|undefined/);
+    assert.match(statusBarTooltip(status), /no endpoint answered, 353 ms, deadline: no endpoint/);
+  });
+
+  test("the status document renders every sparse field without throwing", () => {
+    const status = parseRoutingStatus(sparse);
+    assert.ok(status);
+    assert.equal(status.endpoints.length, 1);
+    assert.equal(status.decisions.length, 2);
+    const markdown = statusMarkdown(status);
+    assert.doesNotMatch(markdown, /null|undefined|NaN/);
+    assert.ok(markdown.includes("| mercury |  |  |  |  | – | – | – | – | – |"));
+    assert.ok(markdown.includes("| inline | – | deadline: no endpoint answered within 350 ms | 353 ms | 0 | $0 | main.py |"));
+    assert.ok(markdown.includes("%E0%A4"), "a file name that is not valid percent-encoding stays as it came");
+    assert.doesNotMatch(statusBarText(status), /null|undefined|NaN/);
+    assert.doesNotMatch(statusBarTooltip(status), /null|undefined|NaN/);
+  });
+
+  test("an empty status object renders as a server with nothing yet", () => {
+    const status = parseRoutingStatus({ offline: "always" });
+    assert.ok(status);
+    assert.equal(statusBarText(status), "$(zap) gateway-ls");
+    assert.match(statusMarkdown(status), /No requests routed yet/);
+    assert.match(statusBarTooltip(status), /Local model: unknown/);
   });
 });
