@@ -1,4 +1,7 @@
 /** The gateway-ls language server process and the language client talking to it. */
+import * as readline from "node:readline";
+import type { Readable } from "node:stream";
+
 import * as vscode from "vscode";
 import {
   type Code2ProtocolConverter,
@@ -19,6 +22,7 @@ import {
   SECTION,
 } from "./settings";
 import { withInstruction } from "./instructions";
+import { StderrClassifier } from "./serverStderr";
 import { firstWorkspaceFolder, readUserSettings } from "./userSettings";
 
 /** The server command behind its refactor code actions (see commands.ts). */
@@ -125,6 +129,16 @@ export class GatewayServer implements vscode.Disposable {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       initializationOptions: () => initializationOptions(readUserSettings()),
       outputChannel: this.output,
+      stdioOptions: {
+        stdout: (input, channel) => eachLine(input, (line) => channel.info(line)),
+        stderr: (input, channel) => {
+          const classifier = new StderrClassifier();
+          eachLine(input, (line) => {
+            const { level, text } = classifier.classify(line);
+            channel[level](text);
+          });
+        },
+      },
       middleware: {
         executeCommand: async (command, args, next) => {
           if (command !== REFACTOR_COMMAND) {
@@ -141,6 +155,12 @@ export class GatewayServer implements vscode.Disposable {
       },
     };
   }
+}
+
+function eachLine(input: Readable, handle: (line: string) => void): void {
+  readline
+    .createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 })
+    .on("line", handle);
 }
 
 async function offerSettings(problem: string): Promise<void> {
