@@ -54,6 +54,6 @@ ln -sfn node_modules node_modules.asar
 (cd extensions && npm install --ignore-scripts --omit=dev >&2 && npm rebuild >&2)
 # code-server's own native module (password hashing), built here rather than fetched prebuilt.
 cd "$cache"
-npm rebuild argon2 --build-from-source >&2
+npm_config_build_from_source=true npm rebuild argon2 >&2
 
 touch "$stamp"

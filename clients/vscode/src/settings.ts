@@ -14,9 +14,23 @@ export const SECTION = "gatewayLs";
 /** Settings that decide how the server is started; changing one restarts it. */
 export const LAUNCH_KEYS = ["serverPath", "pythonPath", "configPath"] as const;
 
-/** Settings that name a program or a file to load: taken from the user's own settings only, never
- * from a workspace, so opening a folder cannot make the editor run something it ships. */
-export const MACHINE_KEYS: readonly string[] = [...LAUNCH_KEYS, "local.modelPath"];
+/**
+ * Settings taken from the user's own settings only, never from a workspace's
+ * `.vscode/settings.json`: those that name a program or a file (opening a folder must not make the
+ * editor run something it ships; they reach the server on its command line, never as
+ * initialization options), and the sensitive-file list (a workspace's list would replace the
+ * user's protection).
+ */
+export const USER_ONLY_KEYS: readonly string[] = [...LAUNCH_KEYS, "routing.sensitiveGlobs"];
+
+/**
+ * Privacy settings a workspace may only make stricter: its value counts when it is this one
+ * (redaction on, never leave the machine); any other workspace value is ignored.
+ */
+const WORKSPACE_STRICTER_ONLY: Readonly<Record<string, unknown>> = {
+  "routing.redactSecrets": true,
+  "routing.offline": "always",
+};
 
 export interface LaunchSettings {
   readonly serverPath?: string;
@@ -33,7 +47,6 @@ const SERVER_KEYS: Readonly<Record<string, readonly [ServerSection, string]>> = 
   "routing.offline": ["routing", "offline"],
   "routing.sensitiveGlobs": ["routing", "sensitive_globs"],
   "routing.redactSecrets": ["routing", "redact_secrets"],
-  "local.modelPath": ["local", "model_path"],
   "local.enabled": ["local", "enabled"],
   "local.nThreads": ["local", "n_threads"],
 };
@@ -46,6 +59,37 @@ export type ServerSettings = Partial<Record<ServerSection, Record<string, unknow
 
 export interface InitializationOptions {
   readonly gatewayLs: ServerSettings;
+}
+
+/** A setting's values by scope, as `WorkspaceConfiguration.inspect` reports them. */
+export interface ScopedValues {
+  readonly globalValue?: unknown;
+  readonly workspaceValue?: unknown;
+  readonly workspaceFolderValue?: unknown;
+}
+
+/**
+ * The settings in force, from each key's values by scope: the most specific scope wins, except that
+ * user-only keys come from the user's settings and privacy keys from a workspace only when stricter.
+ */
+export function effectiveSettings(inspect: (key: string) => ScopedValues | undefined): UserSettings {
+  const user: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) {
+    const scoped = inspect(key);
+    const workspace = scoped?.workspaceFolderValue ?? scoped?.workspaceValue;
+    let value: unknown;
+    if (USER_ONLY_KEYS.includes(key)) {
+      value = scoped?.globalValue;
+    } else if (key in WORKSPACE_STRICTER_ONLY) {
+      value = workspace === WORKSPACE_STRICTER_ONLY[key] ? workspace : scoped?.globalValue;
+    } else {
+      value = workspace ?? scoped?.globalValue;
+    }
+    if (value !== undefined) {
+      user[key] = value;
+    }
+  }
+  return user;
 }
 
 export function launchSettings(user: UserSettings): LaunchSettings {

@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 
 import {
   didChangeConfigurationParams,
+  effectiveSettings,
   fromSettingsJson,
   initializationOptions,
   launchSettings,
@@ -37,7 +38,6 @@ describe("initializationOptions", () => {
       "routing.offline": "never",
       "routing.sensitiveGlobs": ["**/*.secret"],
       "routing.redactSecrets": false,
-      "local.modelPath": "/models/tiny.gguf",
       "local.enabled": true,
       "local.nThreads": 0,
     });
@@ -49,8 +49,13 @@ describe("initializationOptions", () => {
         sensitive_globs: ["**/*.secret"],
         redact_secrets: false,
       },
-      local: { model_path: "/models/tiny.gguf", enabled: true, n_threads: 0 },
+      local: { enabled: true, n_threads: 0 },
     });
+  });
+
+  test("a model path is never sent: it names a file, which only the configuration file may", () => {
+    const options = initializationOptions({ "local.modelPath": "/tmp/evil.gguf", "local.enabled": true });
+    assert.deepEqual(options.gatewayLs, { local: { enabled: true } });
   });
 
   test("didChangeConfiguration carries the same overlay under settings.gatewayLs", () => {
@@ -78,5 +83,53 @@ describe("fromSettingsJson", () => {
       "editor.fontSize": 14,
     });
     assert.deepEqual(user, { pythonPath: "python3", "routing.offline": "always" });
+  });
+});
+
+describe("effectiveSettings: what a workspace may set", () => {
+  type Scoped = { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown };
+  const read = (values: Record<string, Scoped>) => effectiveSettings((key) => values[key]);
+
+  test("programs, files and the sensitive-file list come from the user's settings only", () => {
+    const settings = read({
+      serverPath: { workspaceValue: "./run-me.sh" },
+      pythonPath: { globalValue: "/usr/bin/python3", workspaceFolderValue: "./.venv/bin/python" },
+      configPath: { workspaceValue: "./gateway-ls.toml" },
+      "routing.sensitiveGlobs": { globalValue: ["**/.env"], workspaceValue: [] },
+    });
+    assert.deepEqual(settings, {
+      pythonPath: "/usr/bin/python3",
+      "routing.sensitiveGlobs": ["**/.env"],
+    });
+  });
+
+  test("a workspace cannot weaken privacy: redaction off and leaving the machine are ignored", () => {
+    const settings = read({
+      "routing.redactSecrets": { globalValue: true, workspaceValue: false },
+      "routing.offline": { workspaceFolderValue: "never" },
+    });
+    assert.deepEqual(settings, { "routing.redactSecrets": true });
+    assert.deepEqual(initializationOptions(settings).gatewayLs, { routing: { redact_secrets: true } });
+  });
+
+  test("a workspace may make privacy stricter", () => {
+    const settings = read({
+      "routing.redactSecrets": { globalValue: false, workspaceValue: true },
+      "routing.offline": { globalValue: "never", workspaceValue: "always" },
+    });
+    assert.deepEqual(settings, { "routing.redactSecrets": true, "routing.offline": "always" });
+  });
+
+  test("harmless knobs: the most specific scope wins", () => {
+    const settings = read({
+      "routing.inlineDeadlineMs": { globalValue: 350, workspaceValue: 500, workspaceFolderValue: 600 },
+      "routing.hedgeAfterMs": { globalValue: 100 },
+      "local.nThreads": { workspaceValue: 2 },
+    });
+    assert.deepEqual(settings, {
+      "routing.inlineDeadlineMs": 600,
+      "routing.hedgeAfterMs": 100,
+      "local.nThreads": 2,
+    });
   });
 });
