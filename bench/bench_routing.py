@@ -1,16 +1,23 @@
-"""Routing quality on a replayed trace, and the cost of one routing decision.
+"""Routing quality from a cold start on a replayed trace, and the cost of one routing decision.
 
-Three OpenAI-compatible endpoints run on 127.0.0.1 (`FakeLLMServer`). Every request's latency on
-every endpoint is drawn up front (lognormals with different medians, 5 % stragglers at 10x), and
-the best endpoint has an outage window in which it answers 503. Before each request the servers
-are set to that request's latencies, so every strategy sees the same trace:
+Three OpenAI-compatible endpoints run as processes of their own on 127.0.0.1
+(`tests.support.fake_llm_server --profile`). Every request's latency on every endpoint is drawn up
+front (lognormals with different medians, 5 % stragglers at 10x); the best endpoint has an outage
+in which it answers 503, and the trace goes on after it, so recovery shows. Each endpoint reads
+the latency of a request from its profile by the request's number in the prompt, so every
+strategy, in this process or another, sees exactly the same trace:
 
-- router: the real `Router` (ranking, hedging, breakers) through the real HTTP backend;
-- fixed-primary: always the endpoint with the lowest median; its errors reach the user;
-- round-robin: the endpoints in turn; errors reach the user;
-- oracle: always the endpoint that will answer first (it knows the drawn latencies).
+- oracle: always the endpoint that will answer first (it knows the drawn latencies);
+- HTTP floor: the same requests to an endpoint with no latency at all (the cost of the wire);
+- fixed-primary and round-robin, for scale (their errors reach the user);
+- router: a new `Router` (no history), through the real HTTP backend, in this process;
+- gateway: a new `gateway-ls gateway` process (empty state dir), over HTTP;
+- LiteLLM: `litellm.Router(routing_strategy="latency-based-routing")` in a throwaway virtual
+  environment the bench creates (LiteLLM is not a project dependency), over the same trace.
 
-Run from the repository root: `python -m bench.bench_routing [--requests 400] [--seed 7]`.
+Recovery: requests after the outage ends until the best endpoint serves again.
+
+Run from the repository root: `python -m bench.bench_routing [--requests 300] [--seed 7]`.
 """
 
 from __future__ import annotations
@@ -19,19 +26,28 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import math
+import os
 import random
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import platformdirs
 
 from lsp_server.backends.base import Backend, BackendError, CompletionRequest, Usage
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 NAMES = ("alpha", "beta", "gamma")
 MEDIANS_MS = (25.0, 45.0, 80.0)
@@ -41,16 +57,22 @@ STRAGGLER_FACTOR = 10.0
 OUTAGE = (0.40, 0.52)  # share of the trace in which the best endpoint answers 503
 TEXT = "return a + b\n"
 DEADLINE_MS = 3000  # far beyond every drawn latency: this bench is about choice, not deadlines
+HEDGE_AFTER_MS = 120  # the shipped default
+LITELLM_REQUIREMENT = "litellm"
 
-P50_TARGET = 1.05  # of the oracle's p50
-P99_TARGET = 1.3  # of the oracle's p99
+P50_TARGET = 1.10  # of the oracle's p50
+P99_TARGET = 1.4  # of the oracle's p99
+RECOVERY_TARGET = 10  # requests
 DECISION_TARGET_US = 50.0
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True, slots=True)
 class Trace:
     latency_s: list[tuple[float, ...]]  # per request, per endpoint
     down: list[tuple[bool, ...]]  # per request, per endpoint: answers 503
+    outage_end: int  # the first request after the outage
 
     def __len__(self) -> int:
         return len(self.latency_s)
@@ -58,6 +80,12 @@ class Trace:
     def fastest_up(self, index: int) -> int:
         up = [j for j in range(len(NAMES)) if not self.down[index][j]]
         return min(up, key=lambda j: self.latency_s[index][j])
+
+    def profile(self, endpoint: int) -> list[float | None]:
+        return [
+            None if self.down[i][endpoint] else round(self.latency_s[i][endpoint] * 1000, 3)
+            for i in range(len(self))
+        ]
 
 
 def draw_trace(requests: int, rng: random.Random) -> Trace:
@@ -72,63 +100,132 @@ def draw_trace(requests: int, rng: random.Random) -> Trace:
             row.append(latency / 1000)
         latencies.append(tuple(row))
         down.append(tuple(j == 0 and index in outage for j in range(len(NAMES))))
-    return Trace(latencies, down)
+    return Trace(latencies, down, outage.stop)
 
 
-def stage(servers: list[FakeLLMServer], trace: Trace, index: int) -> None:
-    """Set every server to answer request `index` as the trace says."""
-    for j, server in enumerate(servers):
-        if trace.down[index][j]:
-            server.behaviour = Behaviour(text=TEXT, fault="status:503")
-        else:
-            server.behaviour = Behaviour(text=TEXT, latency_s=trace.latency_s[index][j])
+def prompt_for(index: int) -> str:
+    return f"# request {index}\ndef add(a, b):\n    "
 
 
 def request_for(index: int) -> CompletionRequest:
-    return CompletionRequest(prefix=f"# request {index}\ndef add(a, b):\n    ", suffix="\n")
+    return CompletionRequest(prefix=prompt_for(index), suffix="\n")
+
+
+# --- endpoint processes ----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until_up(url: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not come up within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def process(
+    command: list[str], ready_url: str, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    child = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until_up(ready_url)
+        yield
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+@contextlib.contextmanager
+def endpoint_processes(trace: Trace, workdir: Path) -> Iterator[list[str]]:
+    """The three profiled endpoints and the zero-latency floor; yields their base URLs."""
+    with contextlib.ExitStack() as stack:
+        urls = []
+        for j, name in enumerate([*NAMES, "floor"]):
+            port = free_port()
+            command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
+            command += ["--text", TEXT, "--model", f"{name}-model"]
+            if name != "floor":
+                profile = workdir / f"{name}.json"
+                profile.write_text(json.dumps(trace.profile(j)), encoding="utf-8")
+                command += ["--profile", str(profile)]
+            url = f"http://127.0.0.1:{port}/v1"
+            stack.enter_context(process(command, f"{url}/models"))
+            urls.append(url)
+        yield urls
 
 
 # --- strategies ------------------------------------------------------------------------------
 
-Ask = Callable[[int], Awaitable[bool]]  # request index -> answered?
+Ask = Callable[[int], Awaitable[str | None]]  # request index -> the endpoint that answered
 
 
-async def ask_backend(backend: Backend, index: int) -> bool:
+def endpoint_configs(urls: list[str]) -> tuple[EndpointConfig, ...]:
+    return tuple(
+        EndpointConfig(name=name, kind="openai", base_url=url, model=f"{name}-model")
+        for name, url in zip(NAMES, urls, strict=False)
+    )
+
+
+async def ask_backend(backend: Backend, index: int) -> str | None:
     try:
         parts = [chunk async for chunk in backend.complete(request_for(index), Usage())]
     except BackendError:
-        return False
-    return bool(parts)
+        return None
+    return backend.name if parts else None
 
 
-def fixed_primary(backends: list[Backend]) -> Ask:
-    return lambda index: ask_backend(backends[0], index)
-
-
-def round_robin(backends: list[Backend]) -> Ask:
-    return lambda index: ask_backend(backends[index % len(backends)], index)
-
-
-def oracle(backends: list[Backend], trace: Trace) -> Ask:
-    return lambda index: ask_backend(backends[trace.fastest_up(index)], index)
+def direct(backends: list[Backend], pick: Callable[[int], int]) -> Ask:
+    return lambda index: ask_backend(backends[pick(index)], index)
 
 
 def routed(router: Router) -> Ask:
-    async def ask(index: int) -> bool:
-        return (await router.inline(request_for(index))).endpoint is not None
+    async def ask(index: int) -> str | None:
+        return (await router.inline(request_for(index))).endpoint
 
     return ask
 
 
-def router_config(servers: list[FakeLLMServer], hedge_after_ms: int) -> Config:
-    endpoints = tuple(
-        EndpointConfig(name=name, kind="openai", base_url=server.base_url, model="fake-model")
-        for name, server in zip(NAMES, servers, strict=True)
-    )
+def through_gateway(client: httpx.AsyncClient) -> Ask:
+    async def ask(index: int) -> str | None:
+        body = {"model": "gateway-ls", "prompt": prompt_for(index), "suffix": "\n"}
+        body["max_tokens"] = 16
+        try:
+            response = await client.post("/v1/completions", json=body)
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200 or not response.json()["choices"][0]["text"]:
+            return None
+        return str(response.json().get("model"))
+
+    return ask
+
+
+def router_config(urls: list[str]) -> Config:
     routing = RoutingConfig(
-        inline_deadline_ms=DEADLINE_MS, hedge_after_ms=hedge_after_ms, offline="never"
+        inline_deadline_ms=DEADLINE_MS, hedge_after_ms=HEDGE_AFTER_MS, offline="never"
     )
-    return Config(routing=routing, local=LocalConfig(enabled=False), endpoints=endpoints)
+    return Config(
+        routing=routing, local=LocalConfig(enabled=False), endpoints=endpoint_configs(urls)
+    )
 
 
 def make_router(config: Config) -> Router:
@@ -138,6 +235,21 @@ def make_router(config: Config) -> Router:
     return Router(config, remote_factory=remote_backend, local_factory=no_local)
 
 
+def gateway_config_toml(urls: list[str]) -> str:
+    lines = [
+        "[routing]",
+        f"inline_deadline_ms = {DEADLINE_MS}",
+        f"hedge_after_ms = {HEDGE_AFTER_MS}",
+        'offline = "never"',
+        "[local]",
+        "enabled = false",
+    ]
+    for name, url in zip(NAMES, urls, strict=False):
+        lines += ["[[endpoints]]", f'name = "{name}"', 'kind = "openai"']
+        lines += [f'base_url = "{url}"', f'model = "{name}-model"', 'roles = ["inline"]']
+    return "\n".join(lines) + "\n"
+
+
 # --- running ---------------------------------------------------------------------------------
 
 
@@ -145,54 +257,167 @@ def make_router(config: Config) -> Router:
 class Result:
     name: str
     latencies_ms: list[float]
+    served: list[str | None]
     errors: int
-    outage_errors: int
     hedged: int | None = None
 
     def quantile(self, q: float) -> float:
         ordered = sorted(self.latencies_ms)
         return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
+    def recovery(self, trace: Trace) -> int | None:
+        """Requests after the outage until the best endpoint answers again (1: the first)."""
+        best = NAMES[0]
+        for offset, served in enumerate(self.served[trace.outage_end :]):
+            if served is not None and served.startswith(best):
+                return offset + 1
+        return None
 
-async def replay(name: str, ask: Ask, servers: list[FakeLLMServer], trace: Trace) -> Result:
-    latencies, errors, outage_errors = [], 0, 0
+
+async def replay(name: str, ask: Ask, trace: Trace) -> Result:
+    latencies, served, errors = [], [], 0
     for index in range(len(trace)):
-        stage(servers, trace, index)
         started = time.perf_counter()
         answered = await ask(index)
         latencies.append((time.perf_counter() - started) * 1000)
-        if not answered:
-            errors += 1
-            outage_errors += int(any(trace.down[index]))
-    return Result(name, latencies, errors, outage_errors)
+        served.append(answered)
+        errors += int(answered is None)
+    return Result(name, latencies, served, errors)
 
 
-async def run_strategies(trace: Trace, hedge_after_ms: list[int]) -> list[Result]:
-    with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(FakeLLMServer(name=name)) for name in NAMES]
-        config = router_config(servers, hedge_after_ms[0])
-        backends = [remote_backend(endpoint) for endpoint in config.endpoints]
-        results = []
+async def run_in_process(trace: Trace, urls: list[str]) -> list[Result]:
+    config = router_config(urls)
+    backends = [remote_backend(endpoint) for endpoint in config.endpoints]
+    floor = remote_backend(EndpointConfig(name="floor", kind="openai", base_url=urls[3], model="m"))
+    results = []
+    try:
+        for backend in [*backends, floor]:  # connected, as the router connects its own
+            await ask_backend(backend, len(trace) + 1)
+        for label, ask in (
+            ("oracle", direct(backends, trace.fastest_up)),
+            ("HTTP floor", direct([floor], lambda index: 0)),
+            ("fixed-primary", direct(backends, lambda index: 0)),
+            ("round-robin", direct(backends, lambda index: index % len(backends))),
+        ):
+            results.append(await replay(label, ask, trace))
+        router = make_router(config)  # cold: no history, connects now
         try:
-            for name, ask in (
-                ("oracle", oracle(backends, trace)),
-                ("fixed-primary", fixed_primary(backends)),
-                ("round-robin", round_robin(backends)),
-            ):
-                results.append(await replay(name, ask, servers, trace))
-            for hedge_ms in hedge_after_ms:
-                router = make_router(router_config(servers, hedge_ms))
-                try:
-                    label = f"router (hedge {hedge_ms} ms)"
-                    result = await replay(label, routed(router), servers, trace)
-                    result.hedged = router.hedged_requests
-                    results.append(result)
-                finally:
-                    await router.aclose()
+            result = await replay("router, in-process", routed(router), trace)
+            result.hedged = router.hedged_requests
+            results.append(result)
         finally:
-            for backend in backends:
-                await backend.aclose()
+            await router.aclose()
+    finally:
+        for backend in [*backends, floor]:
+            await backend.aclose()
     return results
+
+
+def run_gateway(trace: Trace, urls: list[str], workdir: Path) -> Result:
+    config = workdir / "gateway.toml"
+    config.write_text(gateway_config_toml(urls), encoding="utf-8")
+    port = free_port()
+    env = {**os.environ, "XDG_STATE_HOME": str(workdir / "state"), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "lsp_server", "--config", str(config), "gateway"]
+    command += ["--port", str(port)]
+    base = f"http://127.0.0.1:{port}"
+    with process(command, f"{base}/v1/models", env=env):
+
+        async def run() -> Result:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                return await replay("gateway (process)", through_gateway(client), trace)
+
+        return asyncio.run(run())
+
+
+# --- LiteLLM, the peer -----------------------------------------------------------------------
+
+LITELLM_DRIVER = """
+import asyncio, json, sys, time
+import litellm
+from litellm import Router
+
+spec = json.load(sys.stdin)
+litellm.suppress_debug_info = True
+router = Router(
+    model_list=[
+        {"model_name": "fim", "litellm_params": {
+            "model": "openai/" + d["model"], "api_base": d["base_url"], "api_key": "unused"}}
+        for d in spec["deployments"]
+    ],
+    routing_strategy="latency-based-routing",
+    num_retries=2,
+)
+
+async def main():
+    rows = []
+    for index in range(spec["requests"]):
+        started = time.perf_counter()
+        served = None
+        try:
+            response = await router.acompletion(
+                model="fim",
+                messages=[{"role": "user", "content": spec["prompt"].format(index=index)}],
+                max_tokens=16,
+            )
+            if response.choices[0].message.content:
+                served = response.model
+        except Exception:
+            served = None
+        rows.append([(time.perf_counter() - started) * 1000, served])
+    print(json.dumps(rows))
+
+asyncio.run(main())
+"""
+
+
+def litellm_python() -> Path | None:
+    """A virtual environment with LiteLLM, made once in the user cache dir; None if it cannot
+    be had (no network to the package index, no venv module)."""
+    venv = platformdirs.user_cache_path("gateway-ls-bench") / "litellm-venv"
+    python = venv / "bin" / "python"
+    check = [str(python), "-c", "import litellm"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    print(f"installing LiteLLM for this benchmark only, into {venv} ...", file=sys.stderr)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        install = [str(python), "-m", "pip", "install", "--quiet", LITELLM_REQUIREMENT]
+        subprocess.run(install, check=True, capture_output=True, timeout=900)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return python if subprocess.run(check, capture_output=True).returncode == 0 else None
+
+
+def run_litellm(trace: Trace, urls: list[str], python: Path) -> Result | None:
+    spec = {
+        "deployments": [
+            {"model": f"{name}-model", "base_url": url}
+            for name, url in zip(NAMES, urls, strict=False)
+        ],
+        "requests": len(trace),
+        "prompt": prompt_for(0).replace("0", "{index}", 1),
+    }
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    completed = subprocess.run(
+        [str(python), "-c", LITELLM_DRIVER],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    if completed.returncode != 0:
+        print(f"LiteLLM run failed: {completed.stderr.strip()[-400:]}", file=sys.stderr)
+        return None
+    rows = json.loads(completed.stdout.strip().splitlines()[-1])
+    served = [row[1] for row in rows]
+    return Result(
+        "LiteLLM latency-based",
+        [row[0] for row in rows],
+        served,
+        sum(1 for s in served if s is None),
+    )
 
 
 # --- the routing decision alone --------------------------------------------------------------
@@ -212,7 +437,7 @@ class Idle(Backend):
 
 
 def decision_overhead_us(calls: int, rng: random.Random) -> tuple[float, float]:
-    """Median and p99 of one routing decision (ranking, breaker checks, exploration check)."""
+    """Median and p99 of one routing decision (ranking, Thompson draws, breaker checks)."""
     endpoints = tuple(
         EndpointConfig(name=name, kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
         for name in NAMES
@@ -243,39 +468,55 @@ def decision_overhead_us(calls: int, rng: random.Random) -> tuple[float, float]:
 # --- report ----------------------------------------------------------------------------------
 
 
-def print_report(results: list[Result], trace: Trace) -> None:
+def print_report(results: list[Result], trace: Trace, litellm_missing: str | None) -> None:
     best = next(r for r in results if r.name == "oracle")
     outage = sum(1 for row in trace.down if any(row))
     print(
-        f"\n{len(trace)} requests; medians {', '.join(f'{m:.0f}' for m in MEDIANS_MS)} ms "
-        f"(sigma {SIGMA}), {STRAGGLER_SHARE:.0%} stragglers at {STRAGGLER_FACTOR:.0f}x, "
-        f"{outage} requests with '{NAMES[0]}' answering 503\n"
+        f"\n{len(trace)} requests from a cold start; medians "
+        f"{', '.join(f'{m:.0f}' for m in MEDIANS_MS)} ms (sigma {SIGMA}), "
+        f"{STRAGGLER_SHARE:.0%} stragglers at {STRAGGLER_FACTOR:.0f}x, {outage} requests with "
+        f"'{NAMES[0]}' answering 503, then {len(trace) - trace.outage_end} after it\n"
     )
     header = (
-        f"{'strategy':<24}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}{'mean':>8}"
-        f"{'errors':>8}{'hedged':>8}{'p50/or':>8}{'p99/or':>8}"
+        f"{'strategy':<24}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'mean':>8}{'errors':>8}"
+        f"{'hedged':>8}{'p50/or':>8}{'p95/or':>8}{'p99/or':>8}{'recov':>7}"
     )
     print(header)
     print("-" * len(header))
     for result in results:
         hedged = "-" if result.hedged is None else str(result.hedged)
+        recovery = result.recovery(trace) if result.name not in ("oracle", "HTTP floor") else None
         print(
-            f"{result.name:<24}{result.quantile(0.5):>9.1f}{result.quantile(0.95):>9.1f}"
-            f"{result.quantile(0.99):>9.1f}{statistics.fmean(result.latencies_ms):>8.1f}"
+            f"{result.name:<24}{result.quantile(0.5):>8.1f}{result.quantile(0.95):>8.1f}"
+            f"{result.quantile(0.99):>8.1f}{statistics.fmean(result.latencies_ms):>8.1f}"
             f"{result.errors:>8}{hedged:>8}"
             f"{result.quantile(0.5) / best.quantile(0.5):>8.2f}"
+            f"{result.quantile(0.95) / best.quantile(0.95):>8.2f}"
             f"{result.quantile(0.99) / best.quantile(0.99):>8.2f}"
+            f"{'-' if recovery is None else recovery:>7}"
         )
-    print()
+    if litellm_missing:
+        print(f"{'LiteLLM latency-based':<24}{litellm_missing}")
+    print("\nrecov: requests after the outage until the best endpoint served again")
+    peer = next((r for r in results if r.name.startswith("LiteLLM")), None)
     for result in results:
-        if result.hedged is None:
+        if not result.name.startswith(("router", "gateway")):
             continue
         p50 = result.quantile(0.5) / best.quantile(0.5)
         p99 = result.quantile(0.99) / best.quantile(0.99)
+        recovery = result.recovery(trace)
         print(f"{result.name}:")
-        print(f"  p50 within {P50_TARGET - 1:.0%} of oracle: {_verdict(p50 <= P50_TARGET)}")
-        print(f"  p99 <= {P99_TARGET}x oracle p99: {_verdict(p99 <= P99_TARGET)}")
-        print(f"  no user-visible errors in the outage: {_verdict(result.outage_errors == 0)}")
+        within = f"  p50 within {P50_TARGET - 1:.0%} of oracle ({p50:.2f}x)"
+        print(f"{within}: {_verdict(p50 <= P50_TARGET)}")
+        print(f"  p99 <= {P99_TARGET}x oracle ({p99:.2f}x): {_verdict(p99 <= P99_TARGET)}")
+        recovered = recovery is not None and recovery <= RECOVERY_TARGET
+        print(f"  recovery within {RECOVERY_TARGET} requests ({recovery}): {_verdict(recovered)}")
+        if peer is not None:
+            ahead = (
+                all(result.quantile(q) < peer.quantile(q) for q in (0.5, 0.95, 0.99))
+                and result.errors <= peer.errors
+            )
+            print(f"  ahead of LiteLLM on p50, p95, p99 and errors: {_verdict(ahead)}")
 
 
 def _verdict(met: bool) -> str:
@@ -284,27 +525,36 @@ def _verdict(met: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--hedge-after-ms",
-        type=int,
-        action="append",
-        help="router variants to run (repeatable; default: 120, the shipped default, and 40)",
-    )
+    parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
     parser.add_argument("--decision-calls", type=int, default=20_000)
     args = parser.parse_args()
     logging.getLogger("lsp_server").setLevel(logging.ERROR)  # each 503 would log a warning
     logging.getLogger("asyncio").setLevel(logging.ERROR)  # writes to cancelled requests
     rng = random.Random(args.seed)
     trace = draw_trace(args.requests, rng)
-    results = asyncio.run(run_strategies(trace, args.hedge_after_ms or [120, 40]))
-    print_report(results, trace)
+    python = None if args.no_litellm else litellm_python()
+    missing = "skipped (--no-litellm)" if args.no_litellm else None
+    if not args.no_litellm and python is None:
+        missing = "not installed (the package index could not be reached)"
+    with tempfile.TemporaryDirectory() as temporary:
+        workdir = Path(temporary)
+        with endpoint_processes(trace, workdir) as urls:
+            results = asyncio.run(run_in_process(trace, urls))
+            results.append(run_gateway(trace, urls, workdir))
+            if python is not None:
+                peer = run_litellm(trace, urls, python)
+                if peer is None:
+                    missing = "failed to run (see above)"
+                else:
+                    results.append(peer)
+    print_report(results, trace, missing)
     median_us, p99_us = decision_overhead_us(args.decision_calls, rng)
     print(
-        f"\nrouting decision (ranking + breaker checks), {args.decision_calls} calls: "
-        f"median {median_us:.1f} us, p99 {p99_us:.1f} us; target <= {DECISION_TARGET_US:.0f} us "
-        f"median: {_verdict(median_us <= DECISION_TARGET_US)}"
+        f"\nrouting decision (ranking, Thompson draws, breaker checks), {args.decision_calls} "
+        f"calls: median {median_us:.1f} us, p99 {p99_us:.1f} us; target <= "
+        f"{DECISION_TARGET_US:.0f} us median: {_verdict(median_us <= DECISION_TARGET_US)}"
     )
 
 

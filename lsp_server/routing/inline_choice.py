@@ -8,7 +8,8 @@ Learning happens beside it, under the hedge budget, at no cost to the keystroke:
 - otherwise one draw per endpoint from the uncertainty of its estimate (Thompson sampling over
   log-latency); when the draw favours another endpoint, that one is asked in parallel;
 - an endpoint whose circuit is open is probed in parallel every few requests (not after a
-  growing back-off), so traffic returns within a few requests once it answers again.
+  growing back-off), so traffic returns within a few requests once it answers again; without
+  hedge budget left the probe goes first instead, with the hedge as its safety net.
 
 The first answer wins; the loser's time is a censored sample, so even a lost race teaches.
 Exploration spends hedge budget only: none left, none done. With hedging turned off
@@ -26,7 +27,7 @@ from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.endpoint_pool import Endpoint
 
 EXPLORED_AFTER = 2  # attempts (won, lost or failed) before an endpoint stops riding by default
-PROBE_EVERY_REQUESTS = 3  # an open circuit is probed at most once in this many requests
+PROBE_EVERY_REQUESTS = 4  # an open circuit is probed at most once in this many requests
 PROBE_MIN_INTERVAL_S = 0.1  # and at most this often, however fast requests come
 
 
@@ -95,10 +96,11 @@ class InlineChooser:
         reason = "fastest" if primary.stats.measured else "config-order"
         if reason == "fastest" and _outranked_by_tripped(primary, tripped):
             reason = "breaker-open"
-        if may_ride:
-            probe = self._probe(tripped)
-            if probe is not None:
-                return Choice([primary, probe, *ranked[1:]], 2, reason, "probe")
+        probe = self._probe(tripped)
+        if probe is not None and may_ride:
+            return Choice([primary, probe, *ranked[1:]], 2, reason, "probe")
+        if probe is not None:  # no hedge budget: the probe goes first, the hedge covers it
+            return Choice([probe, *ranked], 1, "probe")
         backups, explored = self._order_backups(ranked, prior_ms, tokens)
         if explored is not None and may_ride:
             return Choice([primary, *backups], 2, reason, "explore")

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
 SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
+STRAGGLER_SHARE = 0.75  # of the hedge budget, for stragglers; explorations may use the rest
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
@@ -235,15 +236,17 @@ class Router:
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p90))
 
     def _ride_budget_left(self) -> bool:
-        """Explorations and probes may use half the hedge budget: stragglers keep the rest."""
+        """Explorations may use the whole hedge budget (`max_hedge_ratio`)…"""
         ratio = self.config.routing.max_hedge_ratio
         if ratio <= 0:
             return False
-        return self.hedged_requests < ratio * self.inline_requests / 2 + HEDGE_BURST
+        return self.hedged_requests < ratio * self.inline_requests + HEDGE_BURST
 
     def _hedge_budget_left(self) -> bool:
-        allowance = self.config.routing.max_hedge_ratio * self.inline_requests + HEDGE_BURST
-        return self.hedged_requests < allowance
+        """…and hedges against stragglers most of it: the rest stays for learning, which is
+        what keeps the primary the right one."""
+        allowance = STRAGGLER_SHARE * self.config.routing.max_hedge_ratio * self.inline_requests
+        return self.hedged_requests < allowance + HEDGE_BURST
 
     def _settle_inline(
         self,

@@ -21,14 +21,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import math
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -50,6 +53,7 @@ FAULTS = (
 OVERSIZED_CHARS = 6 * 1024 * 1024
 OVERSIZED_DELTA_CHARS = 64 * 1024
 SLOW_DRIP_BYTE_DELAY_S = 1.0
+TRACE_INDEX = re.compile(r"request (\d+)")
 CHARS_PER_TOKEN = 4
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -610,6 +614,9 @@ class FakeLLMServer:
         self.port = port
         self.requests: list[RecordedRequest] = []
         self.model_list_requests = 0
+        # A latency profile: the behaviour for one request, chosen from its body (None: the
+        # usual `behaviour`), so every client replaying a trace sees the same latencies.
+        self.profile: Callable[[dict], Behaviour | None] | None = None
         self.bytes_received = 0
         self.open_streams = 0
         self.completed_streams = 0
@@ -809,6 +816,8 @@ class FakeLLMServer:
             if not isinstance(payload, dict):
                 error = shape_class.error(400, "request body is not a JSON object")
                 return JSONResponse(error, 400)
+            if self.profile is not None:
+                behaviour = self.profile(payload) or behaviour
             model = str(payload.get("model") or (behaviour.models or ("fake-model",))[0])
             shape = shape_class(payload, model, self._response_id())
             stream = payload.get("stream") is True and not behaviour.ignore_stream
@@ -938,6 +947,23 @@ def _json_or_none(body: bytes) -> Any | None:
 # --- manual demos --------------------------------------------------------------------------
 
 
+def trace_profile(path: str, base: Behaviour) -> Callable[[dict], Behaviour | None]:
+    """The profile in a JSON file: a list whose entry N is the latency in ms of the request whose
+    prompt says `request N`, or null when that request gets a 503."""
+    entries = json.loads(Path(path).read_text(encoding="utf-8"))
+
+    def behaviour_for(payload: dict) -> Behaviour | None:
+        found = TRACE_INDEX.search(json.dumps(payload))
+        if found is None or int(found.group(1)) >= len(entries):
+            return None
+        latency_ms = entries[int(found.group(1))]
+        if latency_ms is None:
+            return dataclasses.replace(base, fault="status:503")
+        return dataclasses.replace(base, latency_s=float(latency_ms) / 1000)
+
+    return behaviour_for
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m tests.support.fake_llm_server",
@@ -950,6 +976,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault", default=None, help="status:NNN or one of " + ", ".join(FAULTS))
     parser.add_argument("--api-key", default=None, help="require this key")
     parser.add_argument("--model", action="append", help="a model to list (repeatable)")
+    parser.add_argument(
+        "--profile", help="JSON list: latency in ms (null: 503) of the request saying 'request N'"
+    )
     args = parser.parse_args(argv)
     try:
         behaviour = Behaviour(
@@ -962,7 +991,12 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    with FakeLLMServer(behaviour, api_key=args.api_key, port=args.port, access_log=True) as server:
+    quiet = args.profile is not None  # a benchmark's endpoint: no access log
+    with FakeLLMServer(
+        behaviour, api_key=args.api_key, port=args.port, access_log=not quiet
+    ) as server:
+        if args.profile:
+            server.profile = trace_profile(args.profile, behaviour)
         print(
             f"OpenAI base_url {server.base_url}  Anthropic base_url {server.root_url}", flush=True
         )
