@@ -11,6 +11,7 @@ from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from lsp_server.config.model import Config
 from lsp_server.progress import StderrProgress
+from lsp_server.routing.endpoint_pool import LOCAL_NAME
 from lsp_server.routing.router import Router
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
@@ -48,11 +49,22 @@ def offset_of(text: str, line: int, col: int) -> int:
     return start + min(col - 1, len(content))
 
 
-def complete_at(config: Config, location: str, *, deadline_ms: int | None) -> int:
+def complete_at(
+    config: Config, location: str, *, deadline_ms: int | None, endpoint: str | None = None
+) -> int:
     try:
         path, line, col = parse_location(location)
     except LocationError as error:
         raise UsageError(str(error)) from None
+    if endpoint is not None:
+        names = [e.name for e in config.endpoints if "inline" in e.roles]
+        if config.local.enabled:
+            names.append(LOCAL_NAME)
+        if endpoint not in names:
+            raise UsageError(
+                f"--endpoint {endpoint!r} is not an inline endpoint of this configuration; "
+                f"choose one of: {', '.join(names) or '(none)'}"
+            )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -65,7 +77,7 @@ def complete_at(config: Config, location: str, *, deadline_ms: int | None) -> in
         hedge_after_ms=min(config.routing.hedge_after_ms, max(1, budget - 1)),
     )
     config = dataclasses.replace(config, routing=routing)
-    suggestion = asyncio.run(_suggest(config, path, text, offset_of(text, line, col)))
+    suggestion = asyncio.run(_suggest(config, path, text, offset_of(text, line, col), endpoint))
     if suggestion is None:
         return EXIT_FAILURE
     sys.stdout.write(suggestion)
@@ -74,7 +86,10 @@ def complete_at(config: Config, location: str, *, deadline_ms: int | None) -> in
     return EXIT_OK
 
 
-async def _suggest(config: Config, path: Path, text: str, offset: int) -> str | None:
+async def _suggest(
+    config: Config, path: Path, text: str, offset: int, pinned: str | None
+) -> str | None:
+    """The suggestion, or None (the reason on stderr) when nothing answered."""
     router = Router(
         config,
         remote_factory=remote_backend,
@@ -82,23 +97,39 @@ async def _suggest(config: Config, path: Path, text: str, offset: int) -> str | 
         stats_file=StatsFile(),
     )
     try:
+        uri = path.resolve().as_uri()
+        service = SuggestionService(router)
         local = router.pool.local
-        if local is not None and (router.offline.active or not config.endpoints):
+        local_answers = (
+            router.offline.active
+            or not config.endpoints
+            or pinned == LOCAL_NAME
+            or service.local_only_reason(uri, text) is not None
+        )
+        if local is not None and local_answers:
             # The local model will answer: load it first, so the budget is spent generating.
             ensure_loaded = getattr(local.backend, "ensure_loaded", None)
             if ensure_loaded is not None:
                 await ensure_loaded()
-        service = SuggestionService(router)
+        has_history = any(e.stats.last_sample_at is not None for e in router.pool.all())
         suggestion = await service.suggest(
-            uri=path.resolve().as_uri(),
+            uri=uri,
             text=text,
             offset=offset,
             language=LANGUAGE_BY_SUFFIX.get(path.suffix, ""),
+            pinned=pinned,
         )
         decision = router.decisions.recent(1)
         detail = decision[0].detail if decision and decision[0].detail else ""
+        reason = suggestion.reason
+        if reason == "fastest" and not has_history:
+            reason = "first in the configuration; no latency measured yet"
+        if suggestion.endpoint is None:
+            why = detail or reason
+            print(f"gateway-ls: nothing answered ({reason}): {why}", file=sys.stderr)
+            return None
         print(
-            f"gateway-ls: {suggestion.endpoint or 'no endpoint'} ({suggestion.reason}, "
+            f"gateway-ls: {suggestion.endpoint} ({reason}, "
             f"{suggestion.latency_ms:.0f} ms){' — ' + detail if detail else ''}",
             file=sys.stderr,
         )

@@ -1,5 +1,11 @@
-"""`gateway-ls doctor`: is the configuration sound, does each endpoint answer, does the local
-model load? Probes carry no document content: a `GET …/models` per endpoint."""
+"""`gateway-ls doctor`: is the configuration sound, does each endpoint answer the call the router
+will make, does the local model load?
+
+Per endpoint: the router's own call through the endpoint's backend (the FIM call or the chat
+call, asking for one token, with a fixed probe text and no document content), plus the model
+list where the API has one. A model list that answers while completions fail shows as failing,
+with a hint at the usual cause. Exit 1 when any configured endpoint fails.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,30 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
-from lsp_server.backends.base import BackendError, CompletionRequest
-from lsp_server.backends.factory import local_backend_factory
+from lsp_server.backends.base import (
+    Backend,
+    BackendError,
+    ChatMessage,
+    ChatRequest,
+    CompletionRequest,
+    FailureKind,
+)
+from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli.table import render_table
 from lsp_server.config.loader import missing_api_keys
 from lsp_server.config.model import Config, EndpointConfig
+from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.progress import StderrProgress
 
-PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 10.0
+# What the probe asks: fixed text, never anything of the user's.
+PROBE_PREFIX = "def add(a, b):\n    return "
+PROBE_SUFFIX = "\n"
+PROBE_CHAT = (ChatMessage("user", "Reply with the word ok."),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,10 +45,12 @@ class ProbeResult:
     kind: str
     model: str
     roles: str
+    call: str
     status: str
     latency_ms: float | None
     model_listed: str
     ok: bool
+    hint: str = ""
 
 
 def run_doctor(config: Config, *, load_local: bool) -> int:
@@ -40,14 +61,17 @@ def run_doctor(config: Config, *, load_local: bool) -> int:
     results = asyncio.run(_probe_all(config, load_local=load_local))
     print(
         render_table(
-            ["endpoint", "kind", "model", "roles", "status", "latency ms", "model listed"],
+            ["endpoint", "kind", "model", "roles", "call", "status", "latency ms", "model listed"],
             [
-                (r.name, r.kind, r.model, r.roles, r.status, r.latency_ms, r.model_listed)
+                (r.name, r.kind, r.model, r.roles, r.call, r.status, r.latency_ms, r.model_listed)
                 for r in results
             ],
         )
     )
-    return 0 if any(r.ok for r in results) else 1
+    for result in results:
+        if result.hint:
+            print(f"hint: {result.name}: {result.hint}")
+    return 0 if results and all(r.ok for r in results) else 1
 
 
 async def _probe_all(config: Config, *, load_local: bool) -> list[ProbeResult]:
@@ -57,52 +81,116 @@ async def _probe_all(config: Config, *, load_local: bool) -> list[ProbeResult]:
     if config.local.enabled and load_local:
         results.append(await _probe_local(config))
     elif config.local.enabled:
-        results.append(ProbeResult("local", "local", "-", "all", "not loaded", None, "-", True))
+        results.append(
+            ProbeResult("local", "local", "-", "all", "-", "not loaded", None, "-", True)
+        )
     return results
 
 
 async def _probe(client: httpx.AsyncClient, endpoint: EndpointConfig) -> ProbeResult:
     roles = ",".join(endpoint.roles)
+    inline = "inline" in endpoint.roles
+    fim = inline and endpoint.fim
+    call = f"FIM {fim_path(endpoint)}" if fim else f"chat {chat_path(endpoint)}"
 
-    def result(status: str, latency: float | None, listed: str, ok: bool) -> ProbeResult:
+    def result(
+        status: str, latency: float | None, listed: str, ok: bool, hint: str = ""
+    ) -> ProbeResult:
         return ProbeResult(
-            endpoint.name, endpoint.kind, endpoint.model, roles, status, latency, listed, ok
+            endpoint.name,
+            endpoint.kind,
+            endpoint.model,
+            roles,
+            call,
+            status,
+            latency,
+            listed,
+            ok,
+            hint,
         )
 
+    if endpoint.api_key_env and endpoint.api_key() is None:
+        hint = f"export {endpoint.api_key_env} with the key of this endpoint"
+        return result(f"no key (${endpoint.api_key_env} unset)", None, "?", False, hint)
+    listed = await _model_listed(client, endpoint)
+    backend = remote_backend(endpoint)
+    started = time.perf_counter()
+    try:
+        await asyncio.wait_for(_tiny_call(backend, inline), PROBE_TIMEOUT_S)
+        if inline and "refactor" in endpoint.roles:
+            await asyncio.wait_for(_tiny_call(backend, False), PROBE_TIMEOUT_S)
+    except BackendError as error:
+        latency = (time.perf_counter() - started) * 1000
+        status = f"failed: {error.kind.value}: {error.message}"
+        return result(status, latency, listed, False, _hint(endpoint, error, listed))
+    except TimeoutError:
+        return result("failed: no answer", None, listed, False, "no answer within 10 s")
+    finally:
+        await backend.aclose()
+    latency = (time.perf_counter() - started) * 1000
+    return result("ok", latency, listed, True)
+
+
+async def _tiny_call(backend: Backend, inline: bool) -> None:
+    """The router's call for the role, asking for one token."""
+    if inline:
+        request = CompletionRequest(prefix=PROBE_PREFIX, suffix=PROBE_SUFFIX, max_tokens=1)
+        stream = backend.complete(request)
+    else:
+        stream = backend.chat(ChatRequest(messages=PROBE_CHAT, max_tokens=1))
+    async for _ in stream:
+        pass
+
+
+def _hint(endpoint: EndpointConfig, error: BackendError, listed: str) -> str:
+    path = urlsplit(endpoint.base_url).path.rstrip("/")
+    openai_like = endpoint.kind in ("openai", "ollama")
+    if error.kind is FailureKind.AUTH:
+        variable = endpoint.api_key_env or "api_key_env"
+        return f"the key was refused: check that {variable} holds a valid key for this endpoint"
+    if error.kind is FailureKind.NOT_FOUND:
+        if openai_like and not path.endswith("/v1"):
+            return f"base_url usually ends in /v1 (got {endpoint.base_url!r})"
+        if listed == "no":
+            return f"the endpoint does not list the model {endpoint.model!r}: check model"
+        return f"wrong model or path: check model and {'fim_path' if endpoint.fim else 'chat_path'}"
+    if error.kind is FailureKind.PROTOCOL and error.status in (400, 422):
+        if listed == "no":
+            return f"the endpoint does not list the model {endpoint.model!r}: check model"
+        return "the request was refused: check model (a FIM model may not chat) and fim"
+    if error.kind is FailureKind.NETWORK:
+        return "nothing answers at base_url: is the server running, is the address right?"
+    if error.kind is FailureKind.TIMEOUT:
+        return "no answer within timeout_ms"
+    return ""
+
+
+async def _model_listed(client: httpx.AsyncClient, endpoint: EndpointConfig) -> str:
+    """ "yes" / "no" when the endpoint lists its models, "?" when it does not say."""
     headers: dict[str, str] = {}
     key = endpoint.api_key()
-    if endpoint.api_key_env and key is None:
-        return result(f"no key (${endpoint.api_key_env} unset)", None, "?", False)
     if key is not None:
         if endpoint.kind == "anthropic":
             headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
         else:
             headers = {"Authorization": f"Bearer {key}"}
     base = endpoint.base_url.rstrip("/")
-    url = f"{base}/v1/models" if endpoint.kind == "anthropic" else f"{base}/models"
-    started = time.perf_counter()
+    url = f"{base}/v1/models" if endpoint.kind in ("anthropic", "llamacpp") else f"{base}/models"
     try:
         response = await client.get(url, headers=headers)
-    except httpx.HTTPError as error:
-        return result(f"unreachable: {type(error).__name__}", None, "?", False)
-    latency = (time.perf_counter() - started) * 1000
-    if response.status_code in (401, 403):
-        return result(f"auth failed (HTTP {response.status_code})", latency, "?", False)
+    except httpx.HTTPError:
+        return "?"
     if response.status_code >= 400:
-        return result(f"HTTP {response.status_code}", latency, "?", False)
-    listed = _model_listed(response, endpoint.model)
-    return result("ok", latency, listed, listed != "no")
-
-
-def _model_listed(response: httpx.Response, model: str) -> str:
+        return "?"
     try:
-        data = response.json().get("data") or response.json().get("models") or []
+        payload = response.json()
+        data = payload.get("data") or payload.get("models") or []
     except (ValueError, AttributeError):
         return "?"
     names = {str(m.get("id") or m.get("name") or "") for m in data if isinstance(m, dict)}
     if not names:
         return "?"
-    return "yes" if model in names else "no"
+    return "yes" if endpoint.model in names else "no"
 
 
 async def _probe_local(config: Config) -> ProbeResult:
@@ -115,9 +203,9 @@ async def _probe_local(config: Config) -> ProbeResult:
         generated = "".join([chunk async for chunk in backend.complete(request)])
         status = f"ok (loaded in {loaded_ms:.0f} ms, wrote {len(generated)} chars)"
         model = str(getattr(backend, "model_path", "") or "bundled")
-        return ProbeResult("local", "local", model, "all", status, loaded_ms, "-", True)
+        return ProbeResult("local", "local", model, "all", "-", status, loaded_ms, "-", True)
     except BackendError as error:
         print(f"local model: {error.message}", file=sys.stderr)
-        return ProbeResult("local", "local", "-", "all", "failed to load", None, "-", False)
+        return ProbeResult("local", "local", "-", "all", "-", "failed to load", None, "-", False)
     finally:
         await backend.aclose()

@@ -111,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
         help="time budget (default: the larger of routing.inline_deadline_ms and 20000, "
         "since a command is not a keystroke and may have to load the local model)",
     )
+    complete.add_argument(
+        "--endpoint",
+        metavar="NAME",
+        default=None,
+        help='ask only this endpoint (a configured name, or "local"); privacy rules still win',
+    )
     complete.set_defaults(run=_run_complete)
 
     doctor = commands.add_parser(
@@ -156,7 +162,7 @@ def _run_gateway(args: argparse.Namespace, config: Config) -> int:
 def _run_complete(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.complete import complete_at
 
-    return complete_at(config, args.location, deadline_ms=args.deadline_ms)
+    return complete_at(config, args.location, deadline_ms=args.deadline_ms, endpoint=args.endpoint)
 
 
 def _run_doctor(args: argparse.Namespace, config: Config) -> int:

@@ -61,15 +61,18 @@ class SuggestionService:
             memo = self._memos[uri] = SecretMemo()
         return memo
 
-    async def suggest(self, *, uri: str, text: str, offset: int, language: str) -> Suggestion:
+    async def suggest(
+        self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
+    ) -> Suggestion:
+        """One suggestion at `offset`; `pinned` asks that one endpoint only (privacy wins)."""
         request = build_completion_request(
             text, offset, language=language, path=uri, max_tokens=self._max_tokens()
         )
         local_only = self.local_only_reason(uri, request.prefix, request.suffix)
-        cached = self.cache.get(uri, request.prefix, request.suffix)
+        cached = self.cache.get(uri, request.prefix, request.suffix) if pinned is None else None
         if cached is not None and (local_only is None or cached.source == LOCAL_NAME):
             return Suggestion(cached.text, cached.source, "cache", 0.0, from_cache=True)
-        routed = await self.router.inline(request, uri=uri, local_only=local_only)
+        routed = await self.router.inline(request, uri=uri, local_only=local_only, pinned=pinned)
         text_out = clean_suggestion(routed.text, request)
         if text_out and routed.endpoint is not None:
             self.cache.put(uri, request.prefix, request.suffix, text_out, routed.endpoint)

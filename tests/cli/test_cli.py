@@ -66,39 +66,86 @@ def test_complete_prints_one_suggestion(tmp_path: Path) -> None:
         assert endpoint.requests[-1].json["prompt"] == "def add(a, b):\n    "
 
 
-def test_complete_with_nothing_reachable_fails_cleanly(tmp_path: Path) -> None:
+def test_complete_with_nothing_reachable_exits_1_with_the_reason(tmp_path: Path) -> None:
     source = tmp_path / "a.py"
     source.write_text("x = \n", encoding="utf-8")
     config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("gone", "http://127.0.0.1:9/v1"))
     result = gateway_ls(
         tmp_path, "--config", str(config), "complete", f"{source}:1:5", "--deadline-ms", "3000"
     )
-    assert result.returncode == 0  # an empty suggestion is an answer
-    assert result.stdout.strip() == ""
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "nothing answered" in result.stderr and "gone: network" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_doctor_prints_a_table_of_endpoints(tmp_path: Path) -> None:
-    with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
+def test_complete_endpoint_pins_one_and_never_calls_config_order_fastest(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "add.py"
+    source.write_text("def add(a, b):\n    \n", encoding="utf-8")
+    with (
+        FakeLLMServer(Behaviour(text="return a + b\n")) as first,
+        FakeLLMServer(Behaviour(text="return b + a\n")) as second,
+    ):
+        config = write_config(
+            tmp_path,
+            LOCAL_OFF
+            + endpoint_toml("first", first.base_url)
+            + endpoint_toml("second", second.base_url),
+        )
+        where = f"{source}:2:5"
+        pinned = gateway_ls(
+            tmp_path, "--config", str(config), "complete", where, "--endpoint", "second"
+        )
+        assert pinned.returncode == 0, pinned.stderr
+        assert pinned.stdout == "return b + a\n" and first.requests == []
+        assert "second (pinned" in pinned.stderr
+        routed = gateway_ls(tmp_path, "--config", str(config), "complete", where)
+        assert routed.returncode == 0, routed.stderr
+        assert "fastest" not in routed.stderr and "no latency measured yet" in routed.stderr
+        unknown = gateway_ls(
+            tmp_path, "--config", str(config), "complete", where, "--endpoint", "x"
+        )
+        assert unknown.returncode == 2 and "first, second" in unknown.stderr
+
+
+def test_doctor_makes_the_routers_call_and_fails_when_any_endpoint_fails(tmp_path: Path) -> None:
+    with (
+        FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint,
+        FakeLLMServer(Behaviour(fault="status:404", models=("fake-model",))) as listing_only,
+    ):
         config = write_config(
             tmp_path,
             LOCAL_OFF
             + endpoint_toml("up", endpoint.base_url)
+            + endpoint_toml("chatty", endpoint.base_url, fim=False)
             + endpoint_toml("down", "http://127.0.0.1:9/v1")
-            + endpoint_toml("keyless", endpoint.base_url, extra='api_key_env = "GATEWAY_LS_UNSET"'),
+            + endpoint_toml("keyless", endpoint.base_url, extra='api_key_env = "GATEWAY_LS_UNSET"')
+            + endpoint_toml("nocomplete", listing_only.base_url)
+            + endpoint_toml("nov1", endpoint.root_url),
         )
         result = gateway_ls(tmp_path, "--config", str(config), "doctor")
-    assert result.returncode == 0  # at least one endpoint works
+        calls = [(r.path, r.json) for r in endpoint.requests if r.method == "POST"]
+    assert result.returncode == 1
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
-    assert "ok" in rows["up"] and "yes" in rows["up"]  # reachable, and the model is listed
-    assert "unreachable" in rows["down"]
+    assert "FIM /completions" in rows["up"] and " ok " in rows["up"] and "yes" in rows["up"]
+    assert "chat /chat/completions" in rows["chatty"] and " ok " in rows["chatty"]
+    assert "failed: network" in rows["down"]
     assert "GATEWAY_LS_UNSET" in rows["keyless"]
     assert "warning: keyless" in result.stdout
+    assert "failed: not_found" in rows["nocomplete"] and "yes" in rows["nocomplete"]
+    assert "hint: nocomplete: wrong model or path" in result.stdout
+    assert "hint: nov1: base_url usually ends in /v1" in result.stdout
+    # One token, a fixed probe text: nothing of the user's.
+    assert {body["max_tokens"] for _, body in calls} == {1}
+    assert all("add(a, b)" in str(body) or "ok" in str(body) for _, body in calls)
 
 
-def test_doctor_with_nothing_working_exits_1(tmp_path: Path) -> None:
-    config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("down", "http://127.0.0.1:9/v1"))
-    assert gateway_ls(tmp_path, "--config", str(config), "doctor").returncode == 1
+def test_doctor_exits_0_when_every_endpoint_answers(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
+        config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("up", endpoint.base_url))
+        assert gateway_ls(tmp_path, "--config", str(config), "doctor").returncode == 0
 
 
 async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
