@@ -274,7 +274,9 @@ class LocalBackend(Backend):
 
     def _run_completion(self, job: _Job, request: CompletionRequest) -> None:
         llm = self._require_model()
-        max_tokens = max(1, min(request.max_tokens, self._config.max_tokens, llm.n_ctx() // 2))
+        # `local.max_tokens` sizes editor suggestions; a gateway client's explicit ask is honoured.
+        cap = request.max_tokens if request.client_max_tokens else self._config.max_tokens
+        max_tokens = max(1, min(request.max_tokens, cap, llm.n_ctx() // 2))
         prompt = self._completion_prompt(llm, request, max_tokens)
         if not prompt:
             return

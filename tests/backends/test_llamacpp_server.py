@@ -1,0 +1,144 @@
+"""A real llama.cpp server as a remote endpoint: llama-cpp-python's OpenAI-compatible server
+serving the bundled model, started by the test. Reached as `kind = "llamacpp"` (no `/infill`
+there, so the backend moves to `/v1/completions` with prompt + suffix), from an editor over LSP,
+from the official `openai` client through the gateway, and for a refactor.
+
+Few real generations (two cores are shared): each asks for a handful of tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from lsprotocol import types
+
+from tests.gateway.test_gateway import free_port, running_gateway
+from tests.support.edit_client import record_applied_edits
+from tests.support.lsp_session import inline_completion, lsp_session, open_document
+
+pytestmark = pytest.mark.model
+
+START_TIMEOUT_S = 120
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCAL_OFF = "[local]\nenabled = false\n"
+SOURCE = "def add(a, b):\n    return a +\n\n\nprint(add(1, 2))\n"
+
+
+@pytest.fixture(scope="module")
+def llama_server(
+    bundled_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """`python -m llama_cpp.server` (through `tests.support.llama_server`) on a free loopback
+    port; its root URL."""
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    command = [
+        sys.executable, "-m", "tests.support.llama_server", "--model", str(bundled_model_path),
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited:\n{log_path.read_text(errors='replace')}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{root}/v1/models", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server did not start:\n{log_path.read_text()}")
+            time.sleep(0.2)
+        yield root
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def llama_endpoint(root: str, roles: str = '["inline", "refactor"]') -> str:
+    return (
+        f'[[endpoints]]\nname = "llama"\nkind = "llamacpp"\nbase_url = "{root}"\n'
+        f'model = "gemma"\nroles = {roles}\nmax_tokens = 8\ntimeout_ms = 60000\n'
+    )
+
+
+GENEROUS = "[routing]\ninline_deadline_ms = 60000\nhedge_after_ms = 59000\n"
+
+
+async def test_inline_suggestion_over_lsp(tmp_path: Path, llama_server: str) -> None:
+    config = GENEROUS + LOCAL_OFF + llama_endpoint(llama_server, '["inline"]')
+    async with lsp_session(tmp_path, config_text=config) as client:
+        uri = (tmp_path / "add.py").as_uri()
+        open_document(client, uri, SOURCE)
+        result = await asyncio.wait_for(inline_completion(client, uri, 1, 16), 90)
+        status = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gatewayLs.status")
+        )
+    (decision,) = [d for d in status["decisions"] if d["kind"] == "inline"]
+    assert decision["endpoint"] == "llama" and decision["tokens"] > 0, decision
+    assert result is None or all(item.insert_text for item in result.items)
+
+
+def test_gateway_with_the_openai_client(tmp_path: Path, llama_server: str) -> None:
+    import openai
+
+    config = GENEROUS + LOCAL_OFF + llama_endpoint(llama_server)
+    with running_gateway(tmp_path, config) as gateway:
+        client = gateway.client()
+        raw = client.completions.with_raw_response.create(
+            model="llama", prompt="def add(a, b):\n    return a +", suffix="\n", max_tokens=4
+        )
+        completion = raw.parse()
+        assert raw.headers["x-gateway-ls-endpoint"] == "llama"
+        assert completion.usage is not None and 0 < completion.usage.completion_tokens <= 4
+        assert completion.choices[0].finish_reason in ("stop", "length")
+        chat = client.chat.completions.create(
+            model="gateway-ls",
+            messages=[{"role": "user", "content": "Say hello."}],
+            max_tokens=4,
+        )
+        assert chat.model == "llama" and chat.choices[0].message.content is not None
+        with pytest.raises(openai.NotFoundError):
+            client.completions.create(model="gemma", prompt="x")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the refactor path asks for 4,096 tokens whatever the endpoint's max_tokens, so a "
+    "real llama.cpp server generates until the refactor deadline",
+)
+async def test_refactor_is_applied(tmp_path: Path, llama_server: str) -> None:
+    """The real model's answer goes through the refactor flow to a `workspace/applyEdit`."""
+    config = (
+        "[routing]\nrefactor_deadline_ms = 30000\n"
+        + LOCAL_OFF
+        + llama_endpoint(llama_server, '["refactor"]')
+    )
+    text = "def double(x):\n    result = x * 2\n    return result\n"
+    async with lsp_session(tmp_path, config_text=config) as client:
+        applied = record_applied_edits(client)
+        uri = (tmp_path / "double.py").as_uri()
+        open_document(client, uri, text)
+        selection = {"start": {"line": 1, "character": 0}, "end": {"line": 3, "character": 0}}
+        argument = {"uri": uri, "range": selection, "instruction": "Return x * 2 directly."}
+        result = await asyncio.wait_for(
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.refactor", arguments=[argument])
+            ),
+            180,
+        )
+    assert result["applied"] is True, result
+    assert len(applied) == 1

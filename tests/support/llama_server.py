@@ -1,0 +1,18 @@
+"""llama-cpp-python's OpenAI-compatible server for end-to-end tests.
+
+`python -m tests.support.llama_server ARGS` is `python -m llama_cpp.server ARGS` with the model's
+weights kept out of AMX buffers, as the in-process local model does: llama.cpp's AMX kernel
+crashes the process on some CPUs (see `lsp_server.backends.local`).
+"""
+
+from __future__ import annotations
+
+import runpy
+
+import llama_cpp
+
+from lsp_server.backends.local import _plain_weight_buffers
+
+if __name__ == "__main__":
+    with _plain_weight_buffers(llama_cpp):
+        runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
