@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -180,3 +181,25 @@ async def test_serve_accepts_the_flags_lsp_clients_append(tmp_path: Path) -> Non
             open_document(client, uri, "def f():\n    \n")
             result = await inline_completion(client, uri, 1, 4)
             assert result is not None and result.items[0].insert_text == "pass"
+
+
+@pytest.mark.model
+def test_complete_on_a_sensitive_file_waits_for_the_local_model(
+    tmp_path: Path, bundled_model_path: Path
+) -> None:
+    """A remote is configured, but a `.env` file stays on this machine: the command loads the
+    local model and lets it answer instead of giving up at the keystroke deadline."""
+    source = tmp_path / ".env"
+    source.write_text("DEBUG=true\nLOG_LEVEL=\n", encoding="utf-8")
+    with FakeLLMServer(Behaviour(text="info\n")) as endpoint:
+        config = write_config(
+            tmp_path,
+            f'[local]\nmodel_path = "{bundled_model_path}"\nn_threads = 1\n'
+            + endpoint_toml("remote", endpoint.base_url),
+        )
+        result = gateway_ls(
+            tmp_path, "--config", str(config), "complete", f"{source}:2:11", timeout=120
+        )
+        assert endpoint.requests == []
+    assert result.returncode == 0, result.stderr
+    assert "local (sensitive" in result.stderr
