@@ -89,9 +89,11 @@ def test_complete_endpoint_pins_one_and_never_calls_config_order_fastest(
         FakeLLMServer(Behaviour(text="return a + b\n")) as first,
         FakeLLMServer(Behaviour(text="return b + a\n")) as second,
     ):
+        no_hedge = "[routing]\ninline_deadline_ms = 20000\nhedge_after_ms = 19000\n"
         config = write_config(
             tmp_path,
-            LOCAL_OFF
+            no_hedge
+            + LOCAL_OFF
             + endpoint_toml("first", first.base_url)
             + endpoint_toml("second", second.base_url),
         )
