@@ -10,6 +10,8 @@ set -eu
 
 CODE_SERVER_VERSION=4.100.3
 cache=${1:?usage: $0 CACHE_DIR}
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
 stamp="$cache/.installed-$CODE_SERVER_VERSION"
 
 missing=""
@@ -34,7 +36,6 @@ fi
 echo "installing code-server $CODE_SERVER_VERSION into $cache (a few minutes, once)" >&2
 rm -rf "$cache"
 mkdir -p "$cache"
-cache=$(cd "$cache" && pwd)
 export npm_config_nodedir=/usr npm_config_yes=true npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 
 cd "$cache"
