@@ -91,14 +91,15 @@ class CodeServer:
         self.home = home
         self.user_data = home / "user-data"
         self.extensions = home / "extensions"
+        # No user configuration file or statistics of this machine's own; the bundled model's
+        # cache is shared.
         self.env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
             # The server the extension starts is this checkout's, with this checkout's Python.
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             "XDG_CONFIG_HOME": str(home / "xdg-config"),
             "XDG_DATA_HOME": str(home / "xdg-data"),
             "XDG_STATE_HOME": str(home / "xdg-state"),
-            "XDG_CACHE_HOME": str(home / "xdg-cache"),
         }
         self.process: subprocess.Popen[bytes] | None = None
         self.log = home / "code-server.log"
@@ -173,6 +174,11 @@ class CodeServer:
             self.process.kill()
             self.process.wait(timeout=15)
 
+    def extension_log(self) -> list[str]:
+        """The lines of the extension's output channel (the Output panel's "gateway-ls")."""
+        logs = sorted(self.user_data.glob("logs/*/exthost*/gateway-ls.gateway-ls/gateway-ls.log"))
+        return [line for log in logs for line in log.read_text(errors="replace").splitlines()]
+
     def keep_logs(self, folder: Path) -> None:
         """code-server's log and VS Code's (the extension's output channel among them)."""
         shutil.rmtree(folder, ignore_errors=True)
@@ -195,11 +201,11 @@ def code_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Code
         server.keep_logs(ARTIFACTS / request.node.name)
 
 
-def base_settings(config: Path) -> dict[str, Any]:
-    """User settings: this checkout's server and config file, a quiet workbench."""
+def base_settings(config: Path | None) -> dict[str, Any]:
+    """User settings: this checkout's server and config file (None: none), a quiet workbench."""
     return {
         "gatewayLs.pythonPath": sys.executable,
-        "gatewayLs.configPath": str(config),
+        **({"gatewayLs.configPath": str(config)} if config is not None else {}),
         "editor.inlineSuggest.enabled": True,
         "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
         "editor.suggestOnTriggerCharacters": False,
@@ -287,3 +293,49 @@ def test_ghost_text_from_an_openai_compatible_endpoint(
     assert "fake-model" in report["statusBar"]
     assert "null" not in report["statusBar"]
     assert "fake-fim" in report["routingStatus"]
+    code_server.stop()
+    assert_no_errors_logged(code_server)
+
+
+def assert_no_errors_logged(code_server: CodeServer) -> None:
+    """A normal run shows no error in the Output panel (start-up lines are no errors)."""
+    log = code_server.extension_log()
+    assert any("Starting" in line for line in log), log
+    errors = [line for line in log if "[error]" in line]
+    assert errors == [], "\n".join(log[-40:])
+
+
+@pytest.mark.model
+def test_ghost_text_from_the_bundled_model(
+    code_server: CodeServer, tmp_path: Path, bundled_model_path: Path
+) -> None:
+    """No endpoint, no key, no network: the bundled model answers a keystroke.
+
+    The shipped defaults but for the local budget: a test machine running other suites is far
+    busier than a laptop, and whether 1.5 s suffice is measured in bench/, not asserted here.
+    """
+    config = tmp_path / "config.toml"
+    config.write_text("[local]\ndeadline_ms = 15000\n")
+    code_server.write_user_settings(base_settings(config))
+    url = code_server.start(workspace_with_document(tmp_path))
+
+    report = drive(
+        url,
+        file="add.py",
+        line=2,
+        type="return ",
+        ghostText="",
+        # Which request the status bar names last depends on the machine's load: any of them.
+        statusText="",
+        # A busy machine may still miss it once; a user types on.
+        attempts=2,
+        ghostWaitMs=30_000,
+        prefix="bundled-model",
+    )
+
+    assert report["ghostText"].strip()
+    assert "null" not in report["statusBar"]
+    # No endpoint is configured: the ghost text can only have come from the bundled model.
+    assert f"{bundled_model_path.name} (ready)" in report["routingStatus"], report["routingStatus"]
+    code_server.stop()
+    assert_no_errors_logged(code_server)

@@ -19,8 +19,11 @@ import puppeteer from "puppeteer-core";
  * @property {string} file         the file to open, by name (typed into Quick Open)
  * @property {number} line         1-based line on which to type
  * @property {string} type         the text typed at the end of that line
- * @property {string} ghostText    text the ghost text must contain
- * @property {string} statusText   text the gateway-ls status bar item must contain
+ * @property {string} ghostText    text the ghost text must contain ("" for any text)
+ * @property {number} [attempts]   how often to retype the last character when no ghost text
+ *                                 came within `ghostWaitMs` (default 1: no retyping)
+ * @property {number} [ghostWaitMs] wait for the ghost text per attempt (default `timeoutMs`)
+ * @property {string} statusText   text the gateway-ls status bar item must contain ("" for any)
  * @property {string} artifacts    folder for screenshots
  * @property {string} [browser]    the Chromium executable (default /usr/bin/chromium)
  * @property {number} [timeoutMs]  budget of each wait (default 60 s)
@@ -116,23 +119,34 @@ try {
   await page.keyboard.type(plan.type, { delay: 60 });
   steps.push(`typed ${JSON.stringify(plan.type)} on line ${plan.line}`);
 
-  // Monaco renders the ghost text's spaces as no-break spaces.
-  await page.waitForFunction(
-    (expected) =>
-      [...document.querySelectorAll('.monaco-editor [class*="ghost-text"]')]
-        .map((node) => node.textContent ?? "")
-        .join("")
-        .replace(/\u00a0/g, " ")
-        .includes(expected),
-    {},
-    plan.ghostText,
-  );
-  report.ghostText = await page.$$eval('.monaco-editor [class*="ghost-text"]', (nodes) =>
-    nodes
-      .map((node) => node.textContent ?? "")
-      .join("")
-      .replace(/\u00a0/g, " "),
-  );
+  // Wait for the ghost text; when retrying, retype the last character as a user would.
+  const attempts = plan.attempts ?? 1;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await page.waitForFunction(
+        (expected) => {
+          const ghost = [...document.querySelectorAll('.monaco-editor [class*="ghost-text"]')]
+            .map((node) => node.textContent ?? "")
+            .join("")
+            .replace(/\u00a0/g, " ");
+          return ghost.trim() !== "" && ghost.includes(expected);
+        },
+        { timeout: plan.ghostWaitMs ?? timeout },
+        plan.ghostText,
+      );
+      report.attempts = attempt;
+      break;
+    } catch (error) {
+      if (attempt >= attempts) {
+        throw error;
+      }
+      await page.keyboard.press("Backspace");
+      await page.keyboard.type(plan.type.slice(-1));
+    }
+  }
+  // Monaco renders the ghost text's spaces as no-break spaces; the first line is inline.
+  report.ghostText = await ghostText(page, '.monaco-editor [class*="ghost-text"]');
+  const firstLine = await ghostText(page, ".monaco-editor .ghost-text-decoration");
   steps.push("ghost text shown");
   await shot("ghost-text");
 
@@ -154,7 +168,7 @@ try {
         .replace(/\u00a0/g, " ")
         .includes(expected),
     {},
-    plan.type + plan.ghostText,
+    plan.type + firstLine.trimEnd(),
   );
   steps.push("Tab accepted the suggestion");
 
@@ -188,6 +202,20 @@ try {
 }
 process.stdout.write(JSON.stringify(report) + "\n");
 process.exit(failed ? 1 : 0);
+
+/**
+ * The text of the ghost text's nodes, no-break spaces as spaces.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} selector
+ */
+async function ghostText(page, selector) {
+  return page.$$eval(selector, (nodes) =>
+    nodes
+      .map((node) => node.textContent ?? "")
+      .join("")
+      .replace(/\u00a0/g, " "),
+  );
+}
 
 /** @param {import("puppeteer-core").Page} page */
 async function statusBarText(page) {
