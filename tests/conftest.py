@@ -9,8 +9,9 @@ import pytest
 
 from tests.model_fixtures import bundled_model_path, local_backend
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.redis_server import RedisServer
 
-__all__ = ["bundled_model_path", "fake_endpoint", "local_backend"]
+__all__ = ["bundled_model_path", "fake_endpoint", "local_backend", "redis_server"]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -30,4 +31,11 @@ def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 def fake_endpoint() -> Iterator[FakeLLMServer]:
     """An OpenAI-compatible endpoint on 127.0.0.1, answering at once."""
     with FakeLLMServer(Behaviour(text="return a + b\n"), name="fake") as server:
+        yield server
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port, in a temp dir, without persistence."""
+    with RedisServer() as server:
         yield server

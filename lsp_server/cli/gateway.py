@@ -17,8 +17,10 @@ from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.gateway.app import create_app
+from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
 from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
+from lsp_server.routing.redis_link import RedisLink
 from lsp_server.routing.router import Router
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.status_file import StatusPublisher
@@ -26,14 +28,15 @@ from lsp_server.suggest.service import SuggestionService
 
 
 def run_gateway(config: Config, *, host: str, port: int) -> int:
-    """Serve until interrupted; exit code 2 when the bind rule refuses to start."""
-    token_env = config.gateway.token_env
-    token = (os.environ.get(token_env) or None) if token_env else None
-    if not is_loopback(host) and token is None:
+    """Serve until interrupted; exit code 2 when the bind rule refuses to start (and
+    `ConfigError` for a token file or state password that is not usable)."""
+    clients = load_client_tokens(config.gateway, source=config.source)
+    if not is_loopback(host) and not clients:
         print(_token_required_message(config, host), file=sys.stderr)
         return EXIT_USAGE
+    state_password = _state_password(config)
     try:
-        asyncio.run(_serve(config, host, port, token))
+        asyncio.run(_serve(config, host, port, clients, state_password))
     except SystemExit as exit_:  # uvicorn exits when it cannot bind
         return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
     return EXIT_OK
@@ -42,29 +45,55 @@ def run_gateway(config: Config, *, host: str, port: int) -> int:
 def _token_required_message(config: Config, host: str) -> str:
     where = str(config.source) if config.source else "the configuration"
     if not config.gateway.token_env:
-        fix = f"set [gateway] token_env in {where} to the name of a variable holding a token"
+        fix = (
+            f"set [gateway] token_env in {where} to the name of a variable holding a token "
+            "(or token_file to a file of `client-name token` lines)"
+        )
     else:
-        variable = config.gateway.token_env
-        fix = f"the variable {variable} named by [gateway] token_env is unset or empty"
+        variables = ", ".join(config.gateway.token_env)
+        fix = f"the variables named by [gateway] token_env are unset or empty: {variables}"
     return (
         f"gateway-ls gateway: refusing to listen on {host} without a token: {fix} "
         "(clients then send it as `Authorization: Bearer <token>`), or bind to 127.0.0.1"
     )
 
 
-async def _serve(config: Config, host: str, port: int, token: str | None) -> None:
+def _state_password(config: Config) -> str | None:
+    variable = config.gateway.state_password_env
+    if not variable or not config.gateway.state_url:
+        return None
+    password = os.environ.get(variable)
+    if not password:
+        raise ConfigError(
+            f"the variable {variable} named by state_password_env is unset or empty",
+            file=str(config.source) if config.source else None,
+            key="gateway.state_password_env",
+        )
+    return password
+
+
+async def _serve(
+    config: Config,
+    host: str,
+    port: int,
+    clients: ClientTokens,
+    state_password: str | None,
+) -> None:
     router = Router(
         config,
         remote_factory=remote_backend,
         local_factory=local_backend_factory(StderrProgress()),
         stats_file=StatsFile(),
     )
+    link = None
+    if config.gateway.state_url:
+        link = RedisLink(config.gateway.state_url, state_password, router.share_state())
     suggestions = SuggestionService(router)
     watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error)
     publisher = StatusPublisher(router.status, kind="gateway")
     server = _Server(
         uvicorn.Config(
-            create_app(router, suggestions, token=token),
+            create_app(router, suggestions, clients=clients),
             host=host,
             port=port,
             log_level="warning",
@@ -78,8 +107,12 @@ async def _serve(config: Config, host: str, port: int, token: str | None) -> Non
     try:
         await watcher.start()
         publisher.start()
+        if link is not None:
+            link.start()
         await server.serve()
     finally:
+        if link is not None:
+            await link.stop()
         await watcher.stop()
         await publisher.stop()
         await router.aclose()

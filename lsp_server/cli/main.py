@@ -128,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
     stats = commands.add_parser("stats", parents=[common], help="routing statistics")
     stats.add_argument("--url", help="read a running gateway (http://127.0.0.1:11435)")
     stats.add_argument("--json", action="store_true", help="print the raw JSON")
+    stats.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="variable holding the gateway's bearer token (default: [gateway] token_env)",
+    )
     stats.set_defaults(run=_run_stats)
     return parser
 
@@ -174,4 +179,5 @@ def _run_doctor(args: argparse.Namespace, config: Config) -> int:
 def _run_stats(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.stats import print_stats
 
-    return print_stats(url=args.url, as_json=args.json, token_env=config.gateway.token_env)
+    token_env = (args.token_env,) if args.token_env else config.gateway.token_env
+    return print_stats(url=args.url, as_json=args.json, token_env=token_env)

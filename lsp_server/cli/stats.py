@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -13,10 +14,11 @@ from lsp_server.cli.table import render_table
 from lsp_server.routing.status_file import read_running
 
 
-def print_stats(*, url: str | None, as_json: bool, token_env: str = "") -> int:
-    """`token_env` names the variable with the gateway's bearer token ([gateway] token_env)."""
+def print_stats(*, url: str | None, as_json: bool, token_env: Sequence[str] = ()) -> int:
+    """`token_env` names the variables that may hold a bearer token for the gateway; the first
+    one set is sent."""
     if url is not None:
-        token = os.environ.get(token_env) if token_env else None
+        token = next((os.environ[v] for v in token_env if os.environ.get(v)), None)
         try:
             statuses = [_fetch(url, token)]
         except (httpx.HTTPError, ValueError) as error:
@@ -89,4 +91,28 @@ def format_status(status: dict[str, Any]) -> str:
             for d in status.get("decisions", [])[-10:]
         ],
     )
-    return f"{header}\n\n{endpoints}\n\nlast decisions:\n{decisions}"
+    parts = [header]
+    shared = status.get("shared_state")
+    if isinstance(shared, dict):
+        parts.append(format_shared_state(shared))
+    parts += ["", endpoints]
+    clients = status.get("clients")
+    if isinstance(clients, list):
+        rows = [(c.get("name"), c.get("requests")) for c in clients if isinstance(c, dict)]
+        rows.append(("(refused)", status.get("refused", 0)))
+        parts += ["", render_table(["client", "requests"], rows)]
+    parts += ["", f"last decisions:\n{decisions}"]
+    return "\n".join(parts)
+
+
+def format_shared_state(shared: dict[str, Any]) -> str:
+    """One line: where the shared state is, whether it is connected and how fresh it is."""
+    where = shared.get("url", "?")
+    age = shared.get("age_s")
+    fresh = "never synced" if age is None else f"last synced {age} s ago"
+    if shared.get("connected"):
+        return (
+            f"shared state {where}: connected, {shared.get('peers', 0)} other gateway(s), {fresh}"
+        )
+    error = shared.get("error")
+    return f"shared state {where}: NOT connected ({error or 'connecting'}), {fresh}"

@@ -9,9 +9,9 @@ Defaults beyond the dataclasses come from the endpoint's kind (`config/providers
 `base_url` and key variable may be omitted where the kind has one (`ollama`, `inception`,
 `mistral`, `deepseek`, `llamacpp`), `fim` follows the kind (`ollama`: false), and an `anthropic`
 endpoint refuses `fim = true` (Anthropic has no fill-in-the-middle API). A relative
-`local.model_path` in a file is taken relative to that file's directory; `~` is expanded. An
-endpoint without the `inline` role defaults to `max_tokens = 4096` (a refactor answer), others
-to 64.
+`local.model_path` or `gateway.token_file` in a file is taken relative to that file's directory;
+`~` is expanded. `gateway.token_env` takes one variable name or an array of them. An endpoint
+without the `inline` role defaults to `max_tokens = 4096` (a refactor answer), others to 64.
 """
 
 from __future__ import annotations
@@ -109,13 +109,20 @@ def load_config_file(path: Path) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError("not valid UTF-8 text", file=file) from exc
     config = parse_config_text(text, file=file)
-    local = config.local
+    local, gateway = config.local, config.gateway
     if local.model_path:
-        model_path = Path(local.model_path).expanduser()
-        if not model_path.is_absolute():
-            model_path = path.parent / model_path
-        local = dataclasses.replace(local, model_path=str(model_path))
-    return dataclasses.replace(config, local=local, source=path)
+        local = dataclasses.replace(local, model_path=_beside(path, local.model_path))
+    if gateway.token_file:
+        gateway = dataclasses.replace(gateway, token_file=_beside(path, gateway.token_file))
+    return dataclasses.replace(config, local=local, gateway=gateway, source=path)
+
+
+def _beside(config_path: Path, named: str) -> str:
+    """A path written in the file: `~` expanded, a relative one taken from the file's directory."""
+    resolved = Path(named).expanduser()
+    if not resolved.is_absolute():
+        resolved = config_path.parent / resolved
+    return str(resolved)
 
 
 def parse_config_text(text: str, *, file: str | None) -> Config:
@@ -200,6 +207,9 @@ _SECRET_VALUE = re.compile(
     r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})"
 )
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Keys that take one string or an array of strings; one string is read as an array of one.
+_ONE_OR_MANY = frozenset({("gateway", "token_env")})
+STATE_URL_SCHEMES = ("redis", "rediss")
 
 
 def _build_config(document: Mapping[str, Any]) -> Config:
@@ -258,16 +268,23 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
 def _build_section(cls: type, raw: Mapping[str, Any], path: KeyPath) -> Any:
     types_by_name = _field_types(cls)
     _reject_unknown(raw, tuple(types_by_name), path)
-    values = {
-        key: _check_value(value, types_by_name[key], (*path, key)) for key, value in raw.items()
-    }
     section = path[0]
+    values = {
+        key: _check_value(_one_or_many(str(section), key, value), types_by_name[key], (*path, key))
+        for key, value in raw.items()
+    }
     for key, value in values.items():
         rule = _RULES.get((str(section), key))
         problem = rule(value) if rule else None
         if problem:
             raise _Invalid((*path, key), problem)
     return cls(**values)
+
+
+def _one_or_many(section: str, key: str, value: Any) -> Any:
+    if (section, key) in _ONE_OR_MANY and isinstance(value, str):
+        return [value] if value else []
+    return value
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -334,11 +351,10 @@ def _refuse_secrets(value: Any, path: KeyPath) -> None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             if str(key).lower() in _SECRET_KEY_NAMES:
-                env_key = "token_env" if path[:1] == ("gateway",) else "api_key_env"
                 raise _Invalid(
                     (*path, key),
                     "credentials are never written in the configuration: export the key in an "
-                    f"environment variable and name that variable with {env_key}",
+                    f"environment variable and name that variable with {_env_key_for(path)}",
                 )
             _refuse_secrets(item, (*path, key))
     elif isinstance(value, list | tuple):
@@ -348,12 +364,20 @@ def _refuse_secrets(value: Any, path: KeyPath) -> None:
         raise _Invalid(
             path,
             "this value looks like a credential, which is never written in the configuration: "
-            "export the key in an environment variable and name that variable with api_key_env",
+            "export the key in an environment variable and name that variable with "
+            f"{_env_key_for(path)}",
         )
 
 
+def _env_key_for(path: KeyPath) -> str:
+    """The setting that names the variable a credential at `path` belongs in."""
+    if path[:2] == ("gateway", "state_url"):
+        return "state_password_env"
+    return "token_env" if path[:1] == ("gateway",) else "api_key_env"
+
+
 def _has_url_password(value: str) -> bool:
-    if not value.startswith(("http://", "https://")):
+    if not value.startswith(("http://", "https://", "redis://", "rediss://")):
         return False
     try:
         return urlsplit(value).password is not None
@@ -425,6 +449,27 @@ def _env_var_name(value: str) -> str | None:
     return "must be the name of an environment variable (letters, digits, underscores)"
 
 
+def _env_var_names(values: tuple[str, ...]) -> str | None:
+    return next((problem for v in values if (problem := _env_var_name(v) or _non_empty(v))), None)
+
+
+def _state_url(value: str) -> str | None:
+    if not value:
+        return None
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    schemes = " or ".join(f"{s}://" for s in STATE_URL_SCHEMES)
+    if parts is None or parts.scheme not in STATE_URL_SCHEMES or not parts.hostname:
+        return f"expected a {schemes} URL (redis://host:6379/0), got {_describe(value)}"
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        return f"the database after the host must be a number (redis://host:{port or 6379}/0)"
+    return None
+
+
 def _http_url(value: str) -> str | None:
     try:
         parts = urlsplit(value)
@@ -464,7 +509,9 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("local", "deadline_ms"): _positive,
     ("gateway", "host"): _non_empty,
     ("gateway", "port"): _port,
-    ("gateway", "token_env"): _env_var_name,
+    ("gateway", "token_env"): _env_var_names,
+    ("gateway", "state_url"): _state_url,
+    ("gateway", "state_password_env"): _env_var_name,
     ("endpoints", "name"): _non_empty,
     ("endpoints", "model"): _non_empty,
     ("endpoints", "base_url"): _http_url,

@@ -85,8 +85,15 @@ class EndpointConfig:
 class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 11435
-    # Binding beyond loopback requires a bearer token, read from this environment variable.
-    token_env: str = ""
+    # Bearer tokens, required when binding beyond loopback. Each variable named here holds one
+    # client's token, and the client is known by the variable's name; `token_file` names a file
+    # of `client-name token` lines. The file accepts one name or an array for `token_env`.
+    token_env: tuple[str, ...] = ()
+    token_file: str = ""
+    # "redis://host:6379/0" (or rediss://): gateways share latency samples, breakers and the
+    # hedge budget there; the password is read from the variable `state_password_env` names.
+    state_url: str = ""
+    state_password_env: str = ""
 
 
 @dataclass(frozen=True, slots=True)

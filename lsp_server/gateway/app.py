@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from lsp_server.backends.base import ChatRequest, CompletionRequest
 from lsp_server.config.model import Role
+from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
@@ -81,8 +82,11 @@ LOADING_RETRY_AFTER_S = "2"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
-def create_app(router: Router, suggestions: SuggestionService, *, token: str | None) -> Starlette:
-    gateway = _Gateway(router, suggestions)
+def create_app(
+    router: Router, suggestions: SuggestionService, *, clients: ClientTokens | None
+) -> Starlette:
+    """`clients`: the accepted bearer tokens; None or none at all: no token is asked for."""
+    gateway = _Gateway(router, suggestions, clients)
     return Starlette(
         routes=[
             Route("/v1/models", gateway.models, methods=["GET"]),
@@ -91,7 +95,7 @@ def create_app(router: Router, suggestions: SuggestionService, *, token: str | N
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],
-        middleware=[Middleware(BearerAuth, token=token)],
+        middleware=[Middleware(BearerAuth, clients=clients)],
         exception_handlers={
             GatewayError: on_gateway_error,
             HTTPException: on_http_exception,
@@ -108,9 +112,12 @@ class _Privacy:
 
 
 class _Gateway:
-    def __init__(self, router: Router, suggestions: SuggestionService) -> None:
+    def __init__(
+        self, router: Router, suggestions: SuggestionService, clients: ClientTokens | None
+    ) -> None:
         self.router = router
         self.suggestions = suggestions
+        self.clients = clients
 
     # -- small routes ---------------------------------------------------------------------
 
@@ -123,7 +130,10 @@ class _Gateway:
         return JSONResponse({"object": "list", "data": data})
 
     async def status(self, request: Request) -> Response:
-        return JSONResponse({"kind": "gateway", "pid": os.getpid(), **self.router.status()})
+        status = {"kind": "gateway", "pid": os.getpid(), **self.router.status()}
+        if self.clients:
+            status.update(self.clients.status())
+        return JSONResponse(status)
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -1,12 +1,11 @@
-"""HTTP plumbing of the gateway: bearer-token check, bounded body reads, client disconnects and
-errors in OpenAI's shape, so the request handlers only speak about routing.
+"""HTTP plumbing of the gateway: bearer-token check per client, bounded body reads, client
+disconnects and errors in OpenAI's shape, so the request handlers only speak about routing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -15,11 +14,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.openai_wire import GatewayError, error_body
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 # Routes a liveness probe may reach without the token; they reveal nothing.
 OPEN_PATHS = frozenset({"/healthz"})
+# Routes that are not a client's work: reading the status does not count as a request.
+UNCOUNTED_PATHS = frozenset({"/v1/gateway-ls/status"})
 
 T = TypeVar("T")
 
@@ -29,19 +31,24 @@ class ClientGone(Exception):
 
 
 class BearerAuth:
-    """ASGI middleware: every request needs `Authorization: Bearer <token>` when one is set."""
+    """ASGI middleware: with client tokens configured, every request needs
+    `Authorization: Bearer <token>`; each accepted request is counted for its client."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, clients: ClientTokens | None) -> None:
         self.app = app
-        self._token = token.encode() if token else None
+        self._clients = clients if clients else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._token is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if self._clients is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        if self._authorized(scope):
+        client = self._client(scope)
+        if client is not None:
+            if scope["path"] not in UNCOUNTED_PATHS:
+                self._clients.requests[client] += 1
             await self.app(scope, receive, send)
             return
+        self._clients.refused += 1
         error = GatewayError(
             401,
             "missing or invalid API key: send `Authorization: Bearer <token>`",
@@ -50,13 +57,13 @@ class BearerAuth:
         )
         await error_response(error)(scope, receive, send)
 
-    def _authorized(self, scope: Scope) -> bool:
-        assert self._token is not None
+    def _client(self, scope: Scope) -> str | None:
+        assert self._clients is not None
         header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
         scheme, _, presented = header.partition(b" ")
         if scheme.lower() != b"bearer":
-            return False
-        return hmac.compare_digest(presented.strip(), self._token)
+            return None
+        return self._clients.identify(presented.strip())
 
 
 async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:

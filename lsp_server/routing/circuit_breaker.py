@@ -106,6 +106,21 @@ class CircuitBreaker:
         elif not self._opened and self._should_open():
             self._open_for(self._backoff_s)
 
+    def hold_open(self, seconds: float) -> None:
+        """Open now for `seconds` (or longer, if already open longer): another gateway saw the
+        endpoint fail. The back-off is left alone; this process's own probes double it."""
+        self._open_for(seconds)
+
+    def close(self) -> None:
+        """Close at once: another gateway's probe found the endpoint answering again."""
+        self._consecutive_failures = 0
+        self._probe_in_flight = False
+        if self._opened:
+            self._opened = False
+            self._open_until = 0.0
+            self._backoff_s = self._base_backoff_s
+            self._outcomes.clear()
+
     def _should_open(self) -> bool:
         if self._consecutive_failures >= self._threshold:
             return True

@@ -138,6 +138,11 @@ class EndpointStats:
         self.requests += 1
         self.wins += int(won)
         self.tokens += tokens
+        self.absorb_success(first_token_ms=first_token_ms, total_ms=total_ms, tokens=tokens)
+
+    def absorb_success(self, *, first_token_ms: float | None, total_ms: float, tokens: int) -> None:
+        """The latency a success tells, without counting a request of this process: also how
+        another gateway's sample of the endpoint is taken in."""
         first = total_ms if first_token_ms is None else first_token_ms
         self.ttft.add(math.log(max(first, 0.1)))
         self.measured = True
@@ -157,6 +162,9 @@ class EndpointStats:
         """The request was abandoned after `at_least_ms` (it lost a race). When its first token
         had come (`first_token_ms`), that is a whole sample of the time to first token."""
         self.requests += 1
+        self.absorb_censored(at_least_ms, first_token_ms=first_token_ms)
+
+    def absorb_censored(self, at_least_ms: float, *, first_token_ms: float | None = None) -> None:
         if first_token_ms is not None:
             self.ttft.add(math.log(max(first_token_ms, 0.1)))
             self.measured = True
@@ -173,6 +181,9 @@ class EndpointStats:
         """Failures rank through the error rate, not through latency."""
         self.requests += 1
         self.errors += 1
+        self.absorb_failure()
+
+    def absorb_failure(self) -> None:
         self.error_rate.add(1.0)
         self.last_sample_at = time.monotonic()
 

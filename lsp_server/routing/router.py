@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
+from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_snapshot import StatsSnapshot
 from lsp_server.routing.warm_connections import WarmConnections
@@ -86,6 +88,7 @@ class Router:
         self.decisions = DecisionLog()
         self.inline_requests = 0
         self.hedged_requests = 0
+        self.shared: SharedState | None = None
         self._chooser = InlineChooser()
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
@@ -100,6 +103,12 @@ class Router:
         self.offline.set_mode(config.routing.offline)
         self.offline.set_remotes(self._inline_remote_configs())
         self._warm_up()
+
+    def share_state(self) -> SharedState:
+        """Start telling a `SharedState` what this router observes, and hearing its peers'."""
+        if self.shared is None:
+            self.shared = SharedState(self.pool)
+        return self.shared
 
     def set_offline(self, mode: OfflineMode) -> None:
         self.offline.set_mode(mode)
@@ -164,6 +173,8 @@ class Router:
         outcome = await race.run()
         if outcome.hedged:
             self.hedged_requests += 1
+        if self.shared is not None:
+            self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
         routed = self._settle_inline(
             outcome, candidates, (reason, rider_reason), request, started, uri
@@ -240,13 +251,24 @@ class Router:
         ratio = self.config.routing.max_hedge_ratio
         if ratio <= 0:
             return False
-        return self.hedged_requests < ratio * self.inline_requests + HEDGE_BURST
+        inline, hedged = self._request_counts()
+        return hedged < ratio * inline + HEDGE_BURST
 
     def _hedge_budget_left(self) -> bool:
         """…and hedges against stragglers most of it: the rest stays for learning, which is
         what keeps the primary the right one."""
-        allowance = STRAGGLER_SHARE * self.config.routing.max_hedge_ratio * self.inline_requests
-        return self.hedged_requests < allowance + HEDGE_BURST
+        inline, hedged = self._request_counts()
+        allowance = STRAGGLER_SHARE * self.config.routing.max_hedge_ratio * inline
+        return hedged < allowance + HEDGE_BURST
+
+    def _request_counts(self) -> tuple[int, int]:
+        """Inline and hedged requests so far, of every gateway that shares state: the hedge
+        budget is one for all of them."""
+        inline, hedged = self.inline_requests, self.hedged_requests
+        if self.shared is not None:
+            inline += self.shared.peer_inline
+            hedged += self.shared.peer_hedged
+        return inline, hedged
 
     def _settle_inline(
         self,
@@ -311,37 +333,57 @@ class Router:
 
     def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
         endpoint = attempt.endpoint
+        shared = self._shared_for(endpoint)
         elapsed_ms = ((attempt.finished_at or ended) - attempt.started_at) * 1000
         if attempt.hedge:
             endpoint.stats.hedges += 1
         if attempt.error is not None:
             self._record_failure(endpoint, attempt.error)
         elif attempt.succeeded:
+            first_ms = _first_token_ms(attempt)
+            total_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
+            tokens = attempt.usage.completion_tokens
             endpoint.stats.record_success(
-                first_token_ms=_first_token_ms(attempt),
-                total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
-                tokens=attempt.usage.completion_tokens,
-                won=won,
+                first_token_ms=first_ms, total_ms=total_ms, tokens=tokens, won=won
             )
-            if endpoint.breaker.state is not BreakerState.CLOSED:
+            reopened = endpoint.breaker.state is not BreakerState.CLOSED
+            if reopened:
                 endpoint.stats.forgive_errors()
             endpoint.breaker.record_success()
             if not endpoint.is_local:
                 self.offline.note_success(endpoint.name)
+            if shared is not None:
+                shared.observed_success(
+                    endpoint.name, first_token_ms=first_ms, total_ms=total_ms, tokens=tokens
+                )
+                if reopened:
+                    shared.breaker_closed(endpoint.name)
         else:
-            endpoint.stats.record_censored(
-                max(0.0, elapsed_ms - attempt.usage.setup_ms),
-                first_token_ms=_first_token_ms(attempt),
-            )
+            at_least_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
+            first_ms = _first_token_ms(attempt)
+            endpoint.stats.record_censored(at_least_ms, first_token_ms=first_ms)
             endpoint.breaker.release()
+            if shared is not None:
+                shared.observed_censored(endpoint.name, at_least_ms, first_token_ms=first_ms)
 
     def _record_failure(self, endpoint: Endpoint, error: BackendError) -> None:
+        open_before_s = endpoint.breaker.retry_in_s
         endpoint.stats.record_failure()
         endpoint.breaker.record_failure(error.retry_after_s)
         endpoint.last_error = error.message
         log.warning("%s", error)
         if not endpoint.is_local:
             self.offline.note_failure(error)
+        shared = self._shared_for(endpoint)
+        if shared is not None:
+            shared.observed_failure(endpoint.name)
+            open_for_s = endpoint.breaker.retry_in_s
+            if open_for_s > open_before_s:
+                shared.breaker_opened(endpoint.name, open_for_s)
+
+    def _shared_for(self, endpoint: Endpoint) -> SharedState | None:
+        """Where to tell what `endpoint` did; the local model is this process's own business."""
+        return None if endpoint.is_local else self.shared
 
     def _record_empty(self, kind: str, reason: str, started: float, uri: str | None) -> Routed:
         latency_ms = (time.monotonic() - started) * 1000
@@ -499,6 +541,7 @@ class Router:
             "config": config_to_dict(self.config),
             "inline_requests": self.inline_requests,
             "hedged_requests": self.hedged_requests,
+            "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
@@ -611,6 +654,7 @@ def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
         "p95_ms": _round(stats.percentile(0.95)),
         "ewma_ms": _round(stats.total_ms.value),
         "first_token_ewma_ms": _round(stats.first_token_ms.value),
+        "first_token_estimate_ms": _round(math.exp(stats.ttft.mean) if stats.ttft.known else None),
         "error_rate": round(stats.error_rate.value or 0.0, 3),
         "retry_in_s": round(endpoint.breaker.retry_in_s, 1),
         "last_error": endpoint.last_error,

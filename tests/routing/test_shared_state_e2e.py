@@ -1,0 +1,313 @@
+"""End to end: two `gateway-ls gateway` processes share routing state through a real redis-server.
+
+An outage seen through one gateway reroutes the other within a second, without it sending a
+single request to the dead endpoint (counted at the endpoint). Redis killed: both keep serving,
+each warns once. Redis back: they reconnect and share again. Nothing of a prompt, a path, a key
+or a token is ever written to Redis: everything in it, and every message published, is read
+back after traffic and holds only endpoint names and numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.gateway.test_gateway import Gateway, running_gateway
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import endpoint_toml
+from tests.support.redis_server import RedisServer
+
+PREFIX = "def add(a, b):\n    "
+SUFFIX = "\n\nprint(add(1, 2))\n"
+ROUTING = "[routing]\ninline_deadline_ms = 3000\nhedge_after_ms = 1000\n"
+LOCAL_OFF = "[local]\nenabled = false\n"
+OUTAGE = Behaviour(fault="status:503", retry_after="30")
+PROPAGATION_LIMIT_S = 1.0
+
+
+def shared_config(redis_url: str, *servers: FakeLLMServer, gateway_extra: str = "") -> str:
+    endpoints = "".join(endpoint_toml(s.name, s.base_url) for s in servers)
+    gateway = f'[gateway]\nstate_url = "{redis_url}"\n{gateway_extra}'
+    return ROUTING + LOCAL_OFF + gateway + endpoints
+
+
+def complete(gateway: Gateway, *, prompt: str = PREFIX, headers: dict | None = None) -> str:
+    """One inline request; the name of the endpoint that answered."""
+    response = httpx.post(
+        f"{gateway.base_url}/completions",
+        json={"model": "gateway-ls", "prompt": prompt, "suffix": SUFFIX, "max_tokens": 16},
+        headers=headers or {},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    return response.headers["x-gateway-ls-endpoint"]
+
+
+def status(gateway: Gateway) -> dict[str, Any]:
+    response = httpx.get(f"{gateway.base_url}/gateway-ls/status", timeout=5)
+    response.raise_for_status()
+    return response.json()
+
+
+def health(gateway: Gateway, endpoint: str) -> str:
+    return next(e["health"] for e in status(gateway)["endpoints"] if e["name"] == endpoint)
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, every_s: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(every_s)
+    return predicate()
+
+
+def see_open(gateway: Gateway, *names: str) -> None:
+    """Send requests through `gateway` until it has opened the breakers of `names`."""
+    for _ in range(20):
+        if all(health(gateway, name) == "open" for name in names):
+            return
+        complete(gateway)
+    pytest.fail(f"{names} never opened: {status(gateway)['endpoints']}")
+
+
+def connected(gateway: Gateway, peers: int = 1) -> bool:
+    shared = status(gateway)["shared_state"]
+    return bool(shared["connected"]) and shared["peers"] == peers
+
+
+@pytest.fixture
+def endpoints() -> Iterator[tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer]]:
+    with (
+        FakeLLMServer(Behaviour(text="return a + b\n"), name="primary") as primary,
+        FakeLLMServer(Behaviour(text="return b + a\n", latency_s=0.2), name="backup") as backup,
+        FakeLLMServer(Behaviour(text="return a+b\n", latency_s=0.4), name="spare") as spare,
+    ):
+        yield primary, backup, spare
+
+
+@contextlib.contextmanager
+def two_gateways(tmp_path: Path, config: str) -> Iterator[tuple[Gateway, Gateway]]:
+    with (
+        running_gateway(tmp_path / "a", config) as first,
+        running_gateway(tmp_path / "b", config) as second,
+    ):
+        assert wait_until(lambda: connected(first) and connected(second), 10), (
+            first.log() + second.log()
+        )
+        yield first, second
+
+
+def test_an_outage_seen_by_one_gateway_reroutes_the_other(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    endpoints: tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer],
+) -> None:
+    primary = endpoints[0]
+    with two_gateways(tmp_path, shared_config(redis_server.url, *endpoints)) as (first, second):
+        # Both prefer the primary (the router may try another now and then to compare).
+        assert complete(first) and complete(second)
+        assert [complete(second) for _ in range(3)].count("primary") >= 2
+
+        primary.behaviour = OUTAGE
+        see_open(first, "primary")  # the first gateway pays for finding out
+        opened_at = time.monotonic()
+        assert health(first, "primary") == "open"
+        sent_to_primary = len(primary.requests)
+
+        assert wait_until(lambda: health(second, "primary") == "open", 5)
+        propagation_s = time.monotonic() - opened_at
+        assert propagation_s < PROPAGATION_LIMIT_S, f"took {propagation_s:.3f} s"
+        for _ in range(5):
+            assert complete(second) in ("backup", "spare")
+        assert len(primary.requests) == sent_to_primary, "the second gateway asked the dead one"
+
+
+def test_gateways_keep_serving_without_redis_and_share_again_when_it_is_back(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    endpoints: tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer],
+) -> None:
+    primary, backup = endpoints[0], endpoints[1]
+    with two_gateways(tmp_path, shared_config(redis_server.url, *endpoints)) as (first, second):
+        redis_server.kill()
+        for gateway in (first, second):
+            assert wait_until(lambda g=gateway: not status(g)["shared_state"]["connected"], 5)
+        for _ in range(10):
+            assert complete(first) and complete(second)
+        time.sleep(1.5)  # a few reconnection attempts fail meanwhile
+        for gateway in (first, second):
+            shared = status(gateway)["shared_state"]
+            assert shared["connected"] is False and shared["error"]
+            warnings = [line for line in gateway.log().splitlines() if "unavailable" in line]
+            assert len(warnings) == 1, gateway.log()
+            assert "routing on this process's own statistics" in warnings[0]
+
+        redis_server.start()  # same port, empty: no persistence
+        assert wait_until(lambda: connected(first) and connected(second), 10)
+        backup.behaviour = primary.behaviour = OUTAGE  # now an outage, seen through the second
+        see_open(second, "primary", "backup")
+        assert wait_until(
+            lambda: health(first, "primary") == health(first, "backup") == "open",
+            PROPAGATION_LIMIT_S,
+        )
+        sent = len(primary.requests), len(backup.requests)
+        assert complete(first) == "spare"
+        assert (len(primary.requests), len(backup.requests)) == sent
+        assert "is back" in first.log()
+
+
+def test_a_late_gateway_starts_with_the_breakers_and_samples_already_shared(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    endpoints: tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer],
+) -> None:
+    primary = endpoints[0]
+    config = shared_config(redis_server.url, *endpoints)
+    with running_gateway(tmp_path / "a", config) as first:
+        assert wait_until(lambda: connected(first, peers=0), 10)
+        for _ in range(3):
+            complete(first)
+        primary.behaviour = OUTAGE
+        see_open(first, "primary")
+        with running_gateway(tmp_path / "b", config) as late:
+            assert wait_until(lambda: connected(late), 10)
+            assert health(late, "primary") == "open"
+            answered = {e["name"] for e in status(first)["endpoints"] if e["wins"]}
+            seen = {e["name"]: e for e in status(late)["endpoints"]}
+            for name in answered:  # the first gateway's samples, not its counts
+                assert seen[name]["ewma_ms"] is not None and seen[name]["requests"] == 0
+            sent = len(primary.requests)
+            assert complete(late) in ("backup", "spare")
+            assert len(primary.requests) == sent
+
+
+class _Recorder:
+    """Every message published on every channel while it runs."""
+
+    def __init__(self, url: str) -> None:
+        self._client = redis.Redis.from_url(url)
+        self._pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        self._pubsub.psubscribe("*")
+        self.messages: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self._pubsub.get_message(timeout=0.1)
+            if message and message["type"] == "pmessage":
+                self.messages.append(message["data"])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._pubsub.close()
+        self._client.close()
+
+
+def _everything_stored(url: str) -> list[bytes]:
+    client = redis.Redis.from_url(url)
+    found: list[bytes] = []
+    try:
+        for key in client.scan_iter(count=1000):
+            found.append(key)
+            kind = client.type(key)
+            if kind == b"string":
+                found.append(client.get(key) or b"")
+            elif kind == b"list":
+                found.extend(client.lrange(key, 0, -1))
+            elif kind == b"hash":
+                for field, value in client.hgetall(key).items():
+                    found += [field, value]
+            elif kind in (b"set", b"zset"):
+                found.extend(client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1))
+            else:
+                pytest.fail(f"unexpected key type {kind!r}")
+    finally:
+        client.close()
+    return found
+
+
+def _strings_in(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, list):
+        return set().union(*(_strings_in(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return set(value) | _strings_in(list(value.values()))
+    return set()
+
+
+def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    endpoints: tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer],
+) -> None:
+    primary = endpoints[0]
+    api_key = "sk-live-" + "9f3Kq7ZxW2mB8vN4pL6tR1yU"
+    client_token = "tok-" + "H7d9Qm2Lx8Vb4Nc6"
+    prompt_marker = "PROMPT_MARKER_7f1c"
+    path_marker = "PATH_MARKER_c3e9"
+    secret_in_prompt = "AKIA" + "QWERTYUIOP123456"
+    config = shared_config(
+        redis_server.url,
+        *endpoints,
+        gateway_extra='token_env = "TEAM_TOKEN"\n',
+    ).replace(ROUTING, ROUTING + "redact_secrets = false\n")
+    config = config.replace('model = "fake-model"', 'model = "fake-model"\napi_key_env = "API_KEY"')
+    recorder = _Recorder(redis_server.url)
+    env = {"TEAM_TOKEN": client_token, "API_KEY": api_key}
+    try:
+        with (
+            running_gateway(tmp_path / "a", config, env=env) as first,
+            running_gateway(tmp_path / "b", config, env=env) as second,
+        ):
+            auth = {"Authorization": f"Bearer {client_token}"}
+            headers = {**auth, "X-Gateway-LS-Path": f"/home/dev/{path_marker}/app.py"}
+            prompt = f"# {prompt_marker}\naws_key = '{secret_in_prompt}'\n{PREFIX}"
+            for gateway in (first, second):
+                for _ in range(5):
+                    complete(gateway, prompt=prompt, headers=headers)
+            primary.behaviour = OUTAGE
+            complete(first, prompt=prompt, headers=headers)
+            assert wait_until(
+                lambda: "primary" in str(recorder.messages) or len(recorder.messages) > 5, 5
+            )
+            time.sleep(1.2)  # a heartbeat from each
+    finally:
+        recorder.close()
+    # The key, the prompt and the path did leave for the endpoint; only not for Redis.
+    assert primary.requests[0].headers["authorization"] == f"Bearer {api_key}"
+    assert prompt_marker in primary.received_text()
+    stored = _everything_stored(redis_server.url)
+    assert stored and recorder.messages
+    everything = b"\n".join(stored + recorder.messages)
+    for marker in (prompt_marker, path_marker, secret_in_prompt, api_key, client_token, "def add"):
+        assert marker.encode() not in everything, marker
+    names = {"primary", "backup", "spare"}
+    for message in recorder.messages:
+        assert _strings_in(json.loads(message)) <= names | {
+            "v",
+            "from",
+            "samples",
+            "opened",
+            "closed",
+            "inline",
+            "hedged",
+        }
+    keys = [k.decode() for k in stored if k.startswith(b"gateway-ls:")]
+    assert keys and all(k.rsplit(":", 1)[-1] in names for k in keys)
+    values = [v for v in stored if not v.startswith(b"gateway-ls:")]
+    for value in values:
+        assert _strings_in(json.loads(value)) == set(), value

@@ -1,0 +1,108 @@
+"""A real `redis-server` for tests and benchmarks: loopback only, a free port, no persistence.
+
+`make test` installs the Debian package when the binary is missing (the `redis-server` target).
+The server can be killed (SIGKILL, like a crash) and started again on the same port, to test what
+the gateways do while it is gone and once it is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+STARTUP_TIMEOUT_S = 10.0
+
+
+def redis_server_binary() -> str | None:
+    return shutil.which("redis-server") or next(
+        (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if Path(p).is_file()), None
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self, *, password: str | None = None) -> None:
+        binary = redis_server_binary()
+        if binary is None:
+            raise RuntimeError(
+                "redis-server is not installed: `make redis-server` installs it "
+                "(Debian: apt-get install -y redis-server)"
+            )
+        self.binary = binary
+        self.password = password
+        self.port = free_port()
+        self._directory = tempfile.TemporaryDirectory(prefix="gateway-ls-redis-")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        command = [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "no",
+            "--dir", self._directory.name,
+            "--daemonize", "no",
+            "--loglevel", "warning",
+        ]  # fmt: skip
+        if self.password:
+            command += ["--requirepass", self.password]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not self.ping():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"redis-server did not start on 127.0.0.1:{self.port}")
+            time.sleep(0.02)
+        return self
+
+    def ping(self) -> bool:
+        """True when the server answers PING (or asks for the password, which is as alive)."""
+        with (
+            contextlib.suppress(OSError),
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as connection,
+        ):
+            connection.sendall(b"PING\r\n")
+            reply = connection.recv(64)
+            return reply.startswith((b"+PONG", b"-NOAUTH"))
+        return False
+
+    def kill(self) -> None:
+        """Stop at once, as a crash would: no goodbye to the clients."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+        self._directory.cleanup()
