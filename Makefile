@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-python test-vscode lint bench clean
+.PHONY: setup demo test test-python test-vscode lint redis-server bench clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,19 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint
+test-python: setup lint redis-server
 	$(BIN)/pytest
+
+# The shared-state tests and bench run a real redis-server: the Debian package, installed when
+# missing (as root, or through sudo).
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; then \
+		if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+		echo "installing redis-server (Debian package) for the shared-state tests" >&2; \
+		$$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends redis-server \
+		|| { $$sudo apt-get -o DPkg::Lock::Timeout=600 update \
+		&& $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends redis-server; }; \
+	fi
 
 lint: setup
 	$(BIN)/ruff check .
@@ -43,8 +54,8 @@ test-vscode:
 		echo "npm not found: skipping the VS Code extension's tests and the real VS Code" >&2; \
 	fi
 
-bench: setup
-	for name in bench_lsp_overhead bench_routing bench_gateway bench_local bench_privacy; do \
+bench: setup redis-server
+	for name in bench_lsp_overhead bench_routing bench_gateway bench_local bench_privacy bench_shared_state; do \
 		$(BIN)/python -m bench.$$name || exit 1; \
 	done
 	$(BIN)/python -m bench.reliability_report
