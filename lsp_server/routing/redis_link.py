@@ -221,8 +221,9 @@ class RedisLink:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(shared.wake.wait(), HEARTBEAT_S)
-            if shared.wake.is_set() and not shared.urgent:
-                await asyncio.sleep(BATCH_S)  # let a burst of samples share one round trip
+            if shared.wake.is_set():  # let a burst of samples share one round trip
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(shared.urgent.wait(), BATCH_S)
             await self._send(client)
 
     async def _send(self, client: Redis) -> None:

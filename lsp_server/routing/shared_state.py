@@ -38,7 +38,7 @@ class SharedState:
         self.peer_inline = 0
         self.peer_hedged = 0
         self.wake = asyncio.Event()  # set when there is something to send
-        self.urgent = False  # a breaker changed: send at once rather than with the next batch
+        self.urgent = asyncio.Event()  # a breaker changed: send now, not with the next batch
         self.transport_status: Callable[[], dict[str, Any]] = lambda: {"connected": False}
 
     # -- what this process observed (called by the router; no I/O) -------------------------
@@ -88,7 +88,7 @@ class SharedState:
         self._opened_until.clear()
         self._closed.clear()
         self._inline = self._hedged = 0
-        self.urgent = False
+        self.urgent.clear()
         self.wake.clear()
         return update
 
@@ -163,7 +163,8 @@ class SharedState:
         self._signal(urgent=False)
 
     def _signal(self, *, urgent: bool) -> None:
-        self.urgent = self.urgent or urgent
+        if urgent:
+            self.urgent.set()
         self.wake.set()
 
     def _remote(self, name: str) -> Endpoint | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +25,7 @@ import redis
 
 from tests.gateway.test_gateway import Gateway, running_gateway
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml
+from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.redis_server import RedisServer
 
 PREFIX = "def add(a, b):\n    "
@@ -69,6 +71,18 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, every_s: float =
             return True
         time.sleep(every_s)
     return predicate()
+
+
+def stats_output(gateway: Gateway, tmp_path: Path) -> str:
+    printed = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "stats", "--url", gateway.root_url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=server_env(tmp_path),
+    )
+    assert printed.returncode == 0, printed.stderr
+    return printed.stdout
 
 
 def see_open(gateway: Gateway, *names: str) -> None:
@@ -139,6 +153,8 @@ def test_gateways_keep_serving_without_redis_and_share_again_when_it_is_back(
 ) -> None:
     primary, backup = endpoints[0], endpoints[1]
     with two_gateways(tmp_path, shared_config(redis_server.url, *endpoints)) as (first, second):
+        shown = stats_output(first, tmp_path)
+        assert f"shared state {redis_server.url}: connected, 1 other gateway(s)" in shown
         redis_server.kill()
         for gateway in (first, second):
             assert wait_until(lambda g=gateway: not status(g)["shared_state"]["connected"], 5)
@@ -151,6 +167,7 @@ def test_gateways_keep_serving_without_redis_and_share_again_when_it_is_back(
             warnings = [line for line in gateway.log().splitlines() if "unavailable" in line]
             assert len(warnings) == 1, gateway.log()
             assert "routing on this process's own statistics" in warnings[0]
+        assert f"shared state {redis_server.url}: NOT connected" in stats_output(first, tmp_path)
 
         redis_server.start()  # same port, empty: no persistence
         assert wait_until(lambda: connected(first) and connected(second), 10)
