@@ -84,3 +84,11 @@ def test_a_literal_password_key_is_refused() -> None:
     problem = error('password = "hunter2"\n')
     assert problem.key == "gateway.password"
     assert "hunter2" not in str(problem)
+
+
+def test_the_team_gateway_example_loads() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "team-gateway" / "config.toml"
+    config = load_config_file(example)
+    assert config.gateway.state_url.startswith("redis://")
+    assert config.gateway.token_file == str(example.parent / "tokens")
+    assert config.gateway.state_password_env == "REDIS_PASSWORD"
