@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 PREFIX = "gateway-ls:v1:"
 CHANNEL = PREFIX + "updates"
-TIMEOUT_S = 0.5  # connect and every command
+TIMEOUT_S = 0.5  # every command
+CONNECT_TIMEOUT_S = 1.0  # a new connection (TLS included) on a busy host
 BATCH_S = 0.05  # samples wait this long for company; a breaker change does not wait
 HEARTBEAT_S = 1.0  # an idle writer still proves the link (and counts the peers) this often
 READ_POLL_S = 1.0
@@ -76,6 +77,7 @@ class RedisLink:
         self._warned = False
         self._history_read = False
         self._snapshot_at = 0.0
+        self._sessions = 0  # sessions that got as far as subscribing
         shared.transport_status = self.status
 
     def start(self) -> None:
@@ -106,11 +108,12 @@ class RedisLink:
     async def _run(self) -> None:
         pause = RECONNECT_MIN_S
         while True:
+            sessions = self._sessions
             try:
                 await self._session()
             except Exception as error:  # whatever Redis does, routing must not notice
                 self._lost(error)
-            if self.connected:
+            if self._sessions != sessions:  # it was up: try again soon
                 pause = RECONNECT_MIN_S
             await asyncio.sleep(pause)
             pause = min(pause * 2, RECONNECT_MAX_S)
@@ -120,13 +123,13 @@ class RedisLink:
             self.url,
             password=self._password,
             socket_timeout=TIMEOUT_S,
-            socket_connect_timeout=TIMEOUT_S,
+            socket_connect_timeout=CONNECT_TIMEOUT_S,
             retry=Retry(NoBackoff(), 0),
             client_name="gateway-ls",
         )
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         try:
-            await asyncio.wait_for(pubsub.subscribe(CHANNEL), TIMEOUT_S)
+            await asyncio.wait_for(pubsub.subscribe(CHANNEL), CONNECT_TIMEOUT_S + TIMEOUT_S)
             await self._read_keys(client)
             self._up()
             reader = asyncio.create_task(self._read(pubsub))
@@ -155,6 +158,7 @@ class RedisLink:
                 outage,
             )
         self.connected = True
+        self._sessions += 1
         self._warned = False
         self._disconnected_at = None
         self._last_ok = time.monotonic()

@@ -292,6 +292,22 @@ async def test_a_password_comes_from_the_variable_and_a_wrong_one_is_reported() 
             await right.stop()
 
 
+async def test_rediss_speaks_tls_with_the_ca_named_in_the_url() -> None:
+    with RedisServer(tls=True) as server:
+        assert server.url.startswith("rediss://")
+        router, shared, _ = two_endpoint_router()
+        link = RedisLink(server.url, None, shared)
+        shared.breaker_opened("alpha", 5.0)
+        link.start()
+        try:
+            assert await until(lambda: link.connected, 15), link.status()
+            assert link.status()["url"] == f"rediss://127.0.0.1:{server.port}/0"
+            assert await until(lambda: link.sent > 0)  # the opening went out over TLS
+            assert router.pool.remotes["alpha"].breaker.state is BreakerState.CLOSED  # not ours
+        finally:
+            await link.stop()
+
+
 def test_the_displayed_url_has_no_credentials() -> None:
     assert display_url("rediss://ops:pw@cache.internal:6380/2") == "rediss://cache.internal:6380/2"
     assert display_url("redis://[::1]:6379/0") == "redis://[::1]:6379/0"

@@ -134,16 +134,14 @@ def test_an_outage_seen_by_one_gateway_reroutes_the_other(
 
         primary.behaviour = OUTAGE
         see_open(first, "primary")  # the first gateway pays for finding out
-        opened_at = time.monotonic()
-        assert health(first, "primary") == "open"
         sent_to_primary = len(primary.requests)
 
-        assert wait_until(lambda: health(second, "primary") == "open", 5)
-        propagation_s = time.monotonic() - opened_at
-        assert propagation_s < PROPAGATION_LIMIT_S, f"took {propagation_s:.3f} s"
+        # One second later the second gateway routes around the outage it never saw itself.
+        time.sleep(PROPAGATION_LIMIT_S)
         for _ in range(5):
             assert complete(second) in ("backup", "spare")
         assert len(primary.requests) == sent_to_primary, "the second gateway asked the dead one"
+        assert health(second, "primary") == "open"
 
 
 def test_gateways_keep_serving_without_redis_and_share_again_when_it_is_back(
