@@ -27,15 +27,18 @@ test: test-vscode test-python
 test-python: setup lint redis-server
 	$(BIN)/pytest
 
-# The shared-state tests and bench run a real redis-server: the Debian package, installed when
-# missing (as root, or through sudo).
+# The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
+# makes its certificate with openssl): installed when missing, as root or through sudo.
 redis-server:
-	@if ! command -v redis-server >/dev/null 2>&1 && [ ! -x /usr/bin/redis-server ]; then \
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing="redis-server"; \
+	command -v openssl >/dev/null 2>&1 || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
-		echo "installing redis-server (Debian package) for the shared-state tests" >&2; \
-		$$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends redis-server \
+		echo "installing$$missing (Debian packages) for the shared-state tests" >&2; \
+		$$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $$missing \
 		|| { $$sudo apt-get -o DPkg::Lock::Timeout=600 update \
-		&& $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends redis-server; }; \
+		&& $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $$missing; }; \
 	fi
 
 lint: setup
