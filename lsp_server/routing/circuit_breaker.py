@@ -108,8 +108,10 @@ class CircuitBreaker:
 
     def hold_open(self, seconds: float) -> None:
         """Open now for `seconds` (or longer, if already open longer): another gateway saw the
-        endpoint fail. The back-off is left alone; this process's own probes double it."""
+        endpoint fail and probes it. Until then this process sends it nothing, not even a
+        probe beside a request; that gateway's verdict arrives as `close` or a longer hold."""
         self._open_for(seconds)
+        self._server_wait_until = max(self._server_wait_until, self._open_until)
 
     def close(self) -> None:
         """Close at once: another gateway's probe found the endpoint answering again."""
@@ -117,7 +119,7 @@ class CircuitBreaker:
         self._probe_in_flight = False
         if self._opened:
             self._opened = False
-            self._open_until = 0.0
+            self._open_until = self._server_wait_until = 0.0
             self._backoff_s = self._base_backoff_s
             self._outcomes.clear()
 
