@@ -40,7 +40,7 @@ HEARTBEAT_S = 1.0  # an idle writer still proves the link (and counts the peers)
 READ_POLL_S = 1.0
 RECONNECT_MIN_S = 0.2
 RECONNECT_MAX_S = 2.0
-SNAPSHOT_EVERY_S = 1.0  # while samples flow; a few hundred bytes
+SNAPSHOT_EVERY_S = 1.0  # at most, once samples came; a few hundred bytes
 SNAPSHOT_TTL_S = 3600  # a gateway gone for an hour has nothing worth reading
 MAX_SNAPSHOTS = 64  # read by a gateway that starts
 
@@ -77,6 +77,7 @@ class RedisLink:
         self._warned = False
         self._history_read = False
         self._snapshot_at = 0.0
+        self._snapshot_stale = False  # samples taken in since the snapshot was last written
         self._sessions = 0  # sessions that got as far as subscribing
         shared.transport_status = self.status
 
@@ -235,10 +236,11 @@ class RedisLink:
         pipe = client.pipeline(transaction=False)
         pipe.publish(CHANNEL, encode_update(update))
         now = time.monotonic()
-        if update.samples and now - self._snapshot_at >= SNAPSHOT_EVERY_S:
+        self._snapshot_stale = self._snapshot_stale or bool(update.samples)
+        if self._snapshot_stale and now - self._snapshot_at >= SNAPSHOT_EVERY_S:
             snapshot = self._shared.snapshot_json()
             pipe.set(snapshot_key(update.sender), snapshot, ex=SNAPSHOT_TTL_S)
-            self._snapshot_at = now
+            self._snapshot_at, self._snapshot_stale = now, False
         for name, seconds in update.opened.items():
             pipe.set(breaker_key(name), b"1", px=max(1, int(seconds * 1000)))
         for name in update.closed:
