@@ -4,7 +4,8 @@ code-server (VS Code 1.100 in the browser) gets the extension's packaged `.vsix`
 that point it at this repository's server (`<python> -m lsp_server`) and a configuration file,
 and opens a workspace with a Python file. `clients/vscode/e2e/code-server/drive.mjs` then drives
 Chromium through puppeteer-core as a user would: types, waits for the ghost text, reads the status
-bar, accepts with Tab and runs "gateway-ls: Show Routing Status". Screenshots go to `artifacts/`.
+bar, accepts with Tab and runs "gateway-ls: Show Routing Status" and "gateway-ls: Toggle Offline
+Mode". Screenshots go to `artifacts/`.
 
 `make test-vscode` installs the pieces (scripts/install-code-server.sh) and builds the `.vsix`;
 without them these tests are skipped, naming what is missing.
@@ -293,6 +294,8 @@ def test_ghost_text_from_an_openai_compatible_endpoint(
     assert "fake-model" in report["statusBar"]
     assert "null" not in report["statusBar"]
     assert "fake-fim" in report["routingStatus"]
+    assert "offline" in report["statusBarOffline"]
+    assert any('offline mode is now "always"' in note for note in report["notifications"])
     code_server.stop()
     assert_no_errors_logged(code_server)
 

@@ -179,6 +179,22 @@ try {
   steps.push("Show Routing Status opened the routing status");
   await shot("routing-status");
 
+  // gateway-ls: Toggle Offline Mode, choosing "always": the status bar says offline.
+  await runCommand(page, "gateway-ls: Toggle Offline Mode");
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((row) =>
+      (row.textContent ?? "").includes("never leave this machine"),
+    ),
+  );
+  await page.keyboard.type("always", { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() =>
+    (document.querySelector('[id$="gatewayLs.status"]')?.textContent ?? "").includes("offline"),
+  );
+  report.statusBarOffline = await statusBarText(page);
+  steps.push("Toggle Offline Mode switched to always");
+  await shot("offline");
+
   report.notifications = await page.$$eval(".notification-toast", (nodes) =>
     nodes.map((node) => node.textContent ?? ""),
   );
