@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from lsp_server.routing.stats_snapshot import (
     merge,
 )
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import endpoint_toml, server_env
 
 REQUEST = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n")
 TEXT = "return a + b\n"
@@ -175,3 +178,28 @@ async def test_a_corrupt_file_does_not_stop_routing(tmp_path: Path) -> None:
         assert routed.text == TEXT and routed.reason == "config-order"
         await router.aclose()
     assert StatsSnapshot.from_json(path.read_text()).endpoints  # rewritten, valid
+
+
+def test_complete_says_config_order_first_then_fastest_from_its_own_history(
+    tmp_path: Path,
+) -> None:
+    """`gateway-ls complete` is a new process each time: the second one starts from the file the
+    first one wrote, and only then calls its pick the fastest."""
+    source = tmp_path / "add.py"
+    source.write_text("def add(a, b):\n    \n", encoding="utf-8")
+    with FakeLLMServer(Behaviour(text=TEXT), name="only") as only:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            "[local]\nenabled = false\n" + endpoint_toml("only", only.base_url), encoding="utf-8"
+        )
+        command = [sys.executable, "-m", "lsp_server", "--config", str(config), "complete"]
+        command.append(f"{source}:2:5")
+        env = server_env(tmp_path)
+        runs = [
+            subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+            for _ in range(2)
+        ]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr
+    assert "(config-order" in runs[0].stderr and "fastest" not in runs[0].stderr
+    assert "(fastest" in runs[1].stderr
+    assert (tmp_path / "xdg-state" / "gateway-ls" / "latency-stats.json").is_file()
