@@ -111,7 +111,7 @@ async def _suggest(
             ensure_loaded = getattr(local.backend, "ensure_loaded", None)
             if ensure_loaded is not None:
                 await ensure_loaded()
-        has_history = any(e.stats.last_sample_at is not None for e in router.pool.all())
+        measured_before = any(e.stats.measured for e in router.pool.all())  # earlier runs too
         suggestion = await service.suggest(
             uri=uri,
             text=text,
@@ -122,8 +122,10 @@ async def _suggest(
         decision = router.decisions.recent(1)
         detail = decision[0].detail if decision and decision[0].detail else ""
         reason = suggestion.reason
-        if reason == "fastest" and not has_history:
+        if reason == "config-order":
             reason = "first in the configuration; no latency measured yet"
+        elif reason == "explore" and not measured_before:
+            reason = "answered first of those asked; no latency measured yet"
         if suggestion.endpoint is None:
             why = detail or reason
             print(f"gateway-ls: nothing answered ({reason}): {why}", file=sys.stderr)

@@ -104,6 +104,8 @@ def test_complete_endpoint_pins_one_and_never_calls_config_order_fastest(
         assert pinned.returncode == 0, pinned.stderr
         assert pinned.stdout == "return b + a\n" and first.requests == []
         assert "second (pinned" in pinned.stderr
+        # The pinned run's measurement is kept for the next run; without it nothing is known.
+        (tmp_path / "xdg-state" / "gateway-ls" / "latency-stats.json").unlink()
         routed = gateway_ls(tmp_path, "--config", str(config), "complete", where)
         assert routed.returncode == 0, routed.stderr
         assert "fastest" not in routed.stderr and "no latency measured yet" in routed.stderr

@@ -180,7 +180,7 @@ async def test_a_corrupt_file_does_not_stop_routing(tmp_path: Path) -> None:
     assert StatsSnapshot.from_json(path.read_text()).endpoints  # rewritten, valid
 
 
-def test_complete_says_config_order_first_then_fastest_from_its_own_history(
+def test_complete_says_unmeasured_first_then_fastest_from_its_own_history(
     tmp_path: Path,
 ) -> None:
     """`gateway-ls complete` is a new process each time: the second one starts from the file the
@@ -200,6 +200,6 @@ def test_complete_says_config_order_first_then_fastest_from_its_own_history(
             for _ in range(2)
         ]
     assert [run.returncode for run in runs] == [0, 0], runs[0].stderr
-    assert "(config-order" in runs[0].stderr and "fastest" not in runs[0].stderr
+    assert "no latency measured yet" in runs[0].stderr and "fastest" not in runs[0].stderr
     assert "(fastest" in runs[1].stderr
     assert (tmp_path / "xdg-state" / "gateway-ls" / "latency-stats.json").is_file()
