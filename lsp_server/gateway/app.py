@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -65,6 +66,7 @@ from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import SuggestionService
+from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
 
 AUTO_MODEL = "gateway-ls"
 AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
@@ -146,34 +148,98 @@ class _Gateway:
         completion = _completion_request(body)
         privacy = self._privacy(request, completion.prefix + completion.suffix)
         completion = _with_path(completion, privacy.uri)
+        if body.stream:
+            return await self._completion_stream(request, body, completion, privacy, pinned)
         routed, failure = await cancel_on_disconnect(
             request, self._inline(completion, privacy, pinned)
         )
+        answer = self._completion_answer(routed, failure, completion, privacy)
+        return JSONResponse(
+            completion_response(
+                answer.ids, answer.model, answer.text, answer.finish_reason, answer.usage
+            ),
+            headers=answer.headers,
+        )
+
+    async def _completion_stream(
+        self,
+        request: Request,
+        body: CompletionBody,
+        completion: CompletionRequest,
+        privacy: _Privacy,
+        pinned: str | None,
+    ) -> Response:
+        """Send the suggestion as it comes, cleaned: text post-processing may still cut waits
+        (`StreamingCleaner`), the rest goes out at once; chunks add up to the non-streamed
+        answer. As in chat, a failure after text was sent ends the stream with an error event."""
+        feed = await _TextFeed.start(
+            request,
+            lambda on_text, on_attempt: self._inline(
+                completion, privacy, pinned, on_text=on_text, on_attempt=on_attempt
+            ),
+        )
+        if feed.first is None:
+            routed, failure = feed.work.result()
+            answer = self._completion_answer(routed, failure, completion, privacy)
+
+            async def settled() -> AsyncIterator[bytes]:
+                if answer.text:
+                    yield sse_event(completion_chunk(answer.ids, answer.model, answer.text, None))
+                for event in _completion_ending(answer, body.include_usage):
+                    yield event
+
+            return _event_stream(settled(), answer.headers)
+        ids = ResponseIds.new("cmpl")
+        model = feed.serving
+
+        async def events() -> AsyncIterator[bytes]:
+            cleaner = StreamingCleaner(completion)
+            try:
+                async for piece in feed.pieces():
+                    sendable = cleaner.feed(piece)
+                    if sendable:
+                        yield sse_event(completion_chunk(ids, model, sendable, None))
+                routed, failure = feed.work.result()
+                try:
+                    answer = self._completion_answer(routed, failure, completion, privacy, ids)
+                except GatewayError as error:
+                    yield sse_event(error.body())
+                    yield SSE_DONE
+                    return
+                rest = cleaner.finish(routed.text)
+                if rest:
+                    yield sse_event(completion_chunk(ids, answer.model, rest, None))
+                for event in _completion_ending(answer, body.include_usage):
+                    yield event
+            finally:
+                feed.work.cancel()
+
+        return feed.response(events(), {ENDPOINT_HEADER: model})
+
+    def _completion_answer(
+        self,
+        routed: Routed,
+        failure: str | None,
+        completion: CompletionRequest,
+        privacy: _Privacy,
+        ids: ResponseIds | None = None,
+    ) -> _CompletionAnswer:
+        """The cleaned answer to a completion request, or the error that says why none."""
         if routed.endpoint is None and not routed.timed_out:
             raise self._unavailable("inline", privacy.local_only) or GatewayError(
                 502, f"no endpoint answered: {failure or 'no answer'}", code="upstream_failed"
             )
         raw = cut_at_stops(routed.text, completion.stop)
         text = clean_suggestion(raw, completion)
-        model = routed.endpoint or AUTO_MODEL
-        finish_reason = self._finish_reason(routed, raw, text, completion)
         usage, counted = _usage(routed, (len(completion.prefix) + len(completion.suffix) + 3) // 4)
-        ids = ResponseIds.new("cmpl")
-        headers = {**_routing_headers(routed), USAGE_HEADER: counted}
-        if not body.stream:
-            return JSONResponse(
-                completion_response(ids, model, text, finish_reason, usage), headers=headers
-            )
-
-        async def events() -> AsyncIterator[bytes]:
-            if text:
-                yield sse_event(completion_chunk(ids, model, text, None))
-            yield sse_event(completion_chunk(ids, model, "", finish_reason))
-            if body.include_usage:
-                yield sse_event(usage_chunk(ids, model, "text_completion", usage))
-            yield SSE_DONE
-
-        return _event_stream(events(), headers)
+        return _CompletionAnswer(
+            ids=ids or ResponseIds.new("cmpl"),
+            model=routed.endpoint or AUTO_MODEL,
+            text=text,
+            finish_reason=self._finish_reason(routed, raw, text, completion),
+            usage=usage,
+            headers={**_routing_headers(routed), USAGE_HEADER: counted},
+        )
 
     def _finish_reason(
         self, routed: Routed, raw: str, text: str, completion: CompletionRequest
@@ -194,10 +260,21 @@ class _Gateway:
         return "length" if routed.tokens >= cap else "stop"
 
     async def _inline(
-        self, completion: CompletionRequest, privacy: _Privacy, pinned: str | None
+        self,
+        completion: CompletionRequest,
+        privacy: _Privacy,
+        pinned: str | None,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
     ) -> tuple[Routed, str | None]:
         routed = await self.router.inline(
-            completion, uri=privacy.uri, local_only=privacy.local_only, pinned=pinned
+            completion,
+            uri=privacy.uri,
+            local_only=privacy.local_only,
+            pinned=pinned,
+            on_text=on_text,
+            on_attempt=on_attempt,
         )
         # Read in the same task, with no await in between: the decision just recorded is ours.
         recent = self.router.decisions.recent(1)
@@ -251,49 +328,30 @@ class _Gateway:
         Text already sent cannot be taken back, so a failure after it ends the stream with an
         error event instead of restarting on the next endpoint.
         """
-        pieces: asyncio.Queue[str | None] = asyncio.Queue()
-        serving = [AUTO_MODEL]  # the endpoint being asked; the one whose text streams out
-
-        def asking(endpoint: str) -> None:
-            serving[0] = endpoint
-
-        work = asyncio.create_task(
-            self.router.refactor(
+        feed = await _TextFeed.start(
+            request,
+            lambda on_text, on_attempt: self.router.refactor(
                 chat,
                 uri=privacy.uri,
                 local_only=privacy.local_only,
                 pinned=pinned,
-                on_text=pieces.put_nowait,
-                on_attempt=asking,
+                on_text=on_text,
+                on_attempt=on_attempt,
                 restart_after_text=False,
-            )
+            ),
         )
-
-        def finished(task: asyncio.Task[Routed]) -> None:
-            pieces.put_nowait(None)
-            if not task.cancelled():
-                task.exception()  # read here too, in case the client left before the stream
-
-        work.add_done_callback(finished)
-        try:
-            first = await cancel_on_disconnect(request, pieces.get())
-        except BaseException:
-            work.cancel()
-            raise
-        if first is None:
-            _raise_if_failed(work)
+        if feed.first is None:
+            _raise_if_failed(feed.work)
         ids = ResponseIds.new("chatcmpl")
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                model = serving[0]
+                model = feed.serving
                 yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
-                piece = first
-                while piece is not None:
+                async for piece in feed.pieces():
                     yield sse_event(chat_chunk(ids, model, {"content": piece}))
-                    piece = await pieces.get()
                 try:
-                    routed = work.result()
+                    routed = feed.work.result()
                 except RoutingFailed as failed:
                     yield sse_event(_upstream_failed(failed).body())
                     yield SSE_DONE
@@ -306,13 +364,9 @@ class _Gateway:
                     yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
                 yield SSE_DONE
             finally:
-                work.cancel()
+                feed.work.cancel()
 
-        async def stop_upstream() -> None:
-            work.cancel()  # the client left, possibly before the stream started: stop the call
-
-        headers = {ENDPOINT_HEADER: serving[0]}
-        return _event_stream(events(), headers, background=BackgroundTask(stop_upstream))
+        return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
 
     # -- routing inputs -------------------------------------------------------------------
 
@@ -395,6 +449,87 @@ class _Gateway:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _CompletionAnswer:
+    ids: ResponseIds
+    model: str
+    text: str
+    finish_reason: str
+    usage: dict[str, int]
+    headers: dict[str, str]
+
+
+def _completion_ending(answer: _CompletionAnswer, include_usage: bool) -> list[bytes]:
+    """The last events of a completion stream: finish reason, usage if asked, `[DONE]`."""
+    events = [sse_event(completion_chunk(answer.ids, answer.model, "", answer.finish_reason))]
+    if include_usage:
+        events.append(
+            sse_event(usage_chunk(answer.ids, answer.model, "text_completion", answer.usage))
+        )
+    return [*events, SSE_DONE]
+
+
+_TextCallback = Callable[[str], None]
+T = TypeVar("T")
+
+
+class _TextFeed(Generic[T]):
+    """A routed call whose text streams out as it comes, for both generation routes.
+
+    The HTTP status waits for the first text or the end of the call; `serving` is then the
+    endpoint whose text streams. Text already sent cannot be taken back, so a failure after
+    it ends the stream with an error event instead of restarting on the next endpoint.
+    """
+
+    def __init__(self, work: asyncio.Task[T], queue: asyncio.Queue[str | None]) -> None:
+        self.work = work
+        self.first: str | None = None
+        self.serving = AUTO_MODEL
+        self._queue = queue
+
+    @classmethod
+    async def start(
+        cls,
+        request: Request,
+        call: Callable[[_TextCallback, _TextCallback], Coroutine[Any, Any, T]],
+    ) -> _TextFeed[T]:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        serving = [AUTO_MODEL]
+
+        def asking(endpoint: str) -> None:
+            serving[0] = endpoint
+
+        work = asyncio.create_task(call(queue.put_nowait, asking))
+
+        def finished(task: asyncio.Task[T]) -> None:
+            queue.put_nowait(None)
+            if not task.cancelled():
+                task.exception()  # read here too, in case the client left before the stream
+
+        work.add_done_callback(finished)
+        feed = cls(work, queue)
+        try:
+            feed.first = await cancel_on_disconnect(request, queue.get())
+        except BaseException:
+            work.cancel()
+            raise
+        feed.serving = serving[0]
+        return feed
+
+    async def pieces(self) -> AsyncIterator[str]:
+        """The first piece, then each one as it comes, until the call ends."""
+        piece = self.first
+        while piece is not None:
+            yield piece
+            piece = await self._queue.get()
+
+    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> Response:
+        async def stop_upstream() -> None:
+            self.work.cancel()  # the client left, possibly before the stream started
+
+        return _event_stream(events, headers, background=BackgroundTask(stop_upstream))
+
+
 def _completion_request(body: CompletionBody) -> CompletionRequest:
     prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
     if body.suffix is None:
@@ -414,12 +549,6 @@ def _completion_request(body: CompletionBody) -> CompletionRequest:
         has_suffix=has_suffix,
         client_max_tokens=body.max_tokens is not None,
     )
-
-
-def cut_at_stops(text: str, stops: tuple[str, ...]) -> str:
-    """`text` up to the first of `stops`: the upstream applies only the first four."""
-    cuts = [text.find(stop) for stop in stops if stop and stop in text]
-    return text[: min(cuts)] if cuts else text
 
 
 def _usage(routed: Routed, estimated_prompt_tokens: int) -> tuple[dict[str, int], str]:

@@ -6,6 +6,10 @@ exploration or a probe, counted as a hedge). If it has produced no token after `
 candidate at once. The first usable answer wins and every other attempt is cancelled, which
 closes its HTTP stream or stops local generation. At the deadline the request returns what it
 has, never late text.
+
+A streaming caller (`on_text`) commits to the first attempt that produces text: its text goes
+out as it comes and cannot be taken back, so the others are cancelled at once and a failure of
+the committed attempt ends the race with no answer instead of starting the next candidate.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage
@@ -60,8 +65,13 @@ class InlineRace:
         deadline_s: float,
         may_hedge: bool,
         parallel: int = 1,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
     ) -> None:
         self._request = request
+        self._on_text = on_text
+        self._on_attempt = on_attempt
+        self._committed: Attempt | None = None
         self._queue = list(candidates)
         self._hedge_after_s = hedge_after_s
         self._deadline_s = deadline_s
@@ -80,6 +90,11 @@ class InlineRace:
             for _ in range(self._parallel - 1):  # an exploration or a probe rides along
                 self._hedged = self._launch(hedge=True) or self._hedged
             while True:
+                if self._committed is not None:
+                    self._cancel_uncommitted()
+                    if self._committed.finished_at is not None:
+                        winner = self._committed if self._committed.succeeded else None
+                        return self._outcome(winner, winner.text if winner else "", timed_out=False)
                 winner = self._winner()
                 if winner is not None:
                     return self._outcome(winner, winner.text, timed_out=False)
@@ -126,6 +141,7 @@ class InlineRace:
                         attempt.first_token_at = time.monotonic()
                         self._wake.set()
                     attempt.parts.append(chunk)
+                    self._forward(attempt, chunk)
                     if self._request.single_line and _has_complete_line(attempt.text):
                         break  # the rest of the line is all a single-line context can use
         except BackendError as error:
@@ -136,6 +152,23 @@ class InlineRace:
         finally:
             attempt.finished_at = time.monotonic()
             self._wake.set()
+
+    def _forward(self, attempt: Attempt, chunk: str) -> None:
+        """Hand a streaming caller the text of the attempt it is committed to."""
+        if self._on_text is None:
+            return
+        if self._committed is None:
+            self._committed = attempt
+            if self._on_attempt is not None:
+                self._on_attempt(attempt.endpoint.name)
+            self._wake.set()
+        if attempt is self._committed:
+            self._on_text(chunk)
+
+    def _cancel_uncommitted(self) -> None:
+        for attempt in self._attempts:
+            if attempt is not self._committed and attempt.task is not None:
+                attempt.task.cancel()
 
     def _winner(self) -> Attempt | None:
         finished = [a for a in self._attempts if a.succeeded]

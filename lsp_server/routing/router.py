@@ -149,11 +149,15 @@ class Router:
         uri: str | None = None,
         local_only: str | None = None,
         pinned: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
     ) -> Routed:
         """Route one keystroke-level request.
 
         `local_only` names why it must stay on this machine; `pinned` names the one endpoint a
-        caller asked for by name (privacy still wins over it).
+        caller asked for by name (privacy still wins over it). With `on_text` the text streams
+        out as it comes from the first endpoint to write (named to `on_attempt` first), which
+        the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
         self.inline_requests += 1
@@ -169,6 +173,8 @@ class Router:
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
             may_hedge=self._hedge_budget_left(),
             parallel=parallel,
+            on_text=on_text,
+            on_attempt=on_attempt,
         )
         outcome = await race.run()
         if outcome.hedged:
