@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-python test-vscode lint redis-server bench clean
+.PHONY: setup demo test test-python test-vscode lint redis-server nvim bench clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,7 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint redis-server
+test-python: setup lint redis-server nvim
 	$(BIN)/pytest
 
 # The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
@@ -40,6 +40,10 @@ redis-server:
 		|| { $$sudo apt-get -o DPkg::Lock::Timeout=600 update \
 		&& $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends $$missing; }; \
 	fi
+
+# Neovim 0.12 for the real-editor tests (tests/clients/test_neovim.py), into .tools/.
+nvim:
+	./scripts/install-nvim.sh
 
 lint: setup
 	$(BIN)/ruff check .
@@ -64,4 +68,4 @@ bench: setup redis-server
 	$(BIN)/python -m bench.reliability_report
 
 clean:
-	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts
+	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts .tools

@@ -1,20 +1,25 @@
 """Benchmark of the in-process llama.cpp backend; prints a table.
 
-    python bench/bench_local.py [--threads N] [--tokens N]
+    python bench/bench_local.py [--threads N] [--tokens N] [--sweep-threads]
 
 - decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
   same prompt, same settings, same run (target: at least 95 %);
 - time to first token of a cold prompt vs the next keystroke in the same document, which reuses
   the KV cache (target: at most 40 % of cold);
-- resident memory with the model loaded.
+- resident memory with the model loaded;
+- with `--sweep-threads`: a whole suggestion's time per `n_threads` while one core is busy,
+  which is how the default `n_threads` was chosen.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -78,11 +83,60 @@ async def keystroke_latency(backend: LocalBackend) -> tuple[float, float, int, i
     )
 
 
+async def suggestion_s(backend: LocalBackend, prefix: str) -> float:
+    """Time for one whole 24-token suggestion, as a keystroke asks for it."""
+    request = CompletionRequest(prefix=prefix, suffix="\n", max_tokens=24)
+    start = time.perf_counter()
+    async for _ in backend.complete(request):
+        pass
+    return time.perf_counter() - start
+
+
+async def sweep_threads(path: Path) -> None:
+    """Suggestion time per thread count while a busy loop holds one core, as a build would."""
+    cores = os.cpu_count() or 2
+    counts = sorted({1, max(1, cores // 2), max(1, cores - 1), cores})
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    rows = []
+    try:
+        with contextlib.suppress(AttributeError, OSError):
+            os.sched_setaffinity(busy.pid, {0})
+        for count in counts:
+            backend = LocalBackend(LocalConfig(model_path=str(path), n_threads=count))
+            await backend.ensure_loaded()
+            await suggestion_s(backend, THROUGHPUT_PROMPT)
+            cold, warm = [], []
+            for round_ in range(ROUNDS):
+                document = DOCUMENT[: DOCUMENT_CHARS - 200 * round_]
+                await suggestion_s(backend, THROUGHPUT_PROMPT)  # evict the document
+                cold.append(await suggestion_s(backend, document))
+                warm.append(await suggestion_s(backend, document + "ret"))
+            await backend.aclose()
+            rows.append((count, statistics.median(cold), statistics.median(warm)))
+    finally:
+        busy.kill()
+        busy.wait()
+    default = LocalConfig().n_threads
+    print(f"{cores} cores, one held by a busy loop; a 24-token suggestion, median of {ROUNDS}")
+    print(f"{'n_threads':>9}  {'cold prompt':>11}  {'next keystroke':>14}")
+    for count, cold_s, warm_s in rows:
+        mark = "  <- default" if count == default else ""
+        print(f"{count:>9}  {cold_s * 1000:>8.0f} ms  {warm_s * 1000:>11.0f} ms{mark}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=0, help="0: all cores (the default)")
+    parser.add_argument("--threads", type=int, default=LocalConfig().n_threads, help="0: all cores")
     parser.add_argument("--tokens", type=int, default=96, help="tokens per throughput run")
+    parser.add_argument(
+        "--sweep-threads",
+        action="store_true",
+        help="compare thread counts with one core busy (how the default was chosen)",
+    )
     args = parser.parse_args()
+    if args.sweep_threads:
+        await sweep_threads(ensure_bundled_model())
+        return
 
     path = ensure_bundled_model()
     config = LocalConfig(model_path=str(path), n_threads=args.threads, max_tokens=args.tokens)

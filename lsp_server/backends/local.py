@@ -9,7 +9,10 @@ stop flag the worker checks after every token.
 
 Consecutive keystrokes in one document share most of their prompt; llama-cpp-python keeps the
 KV cache of the previous evaluation and re-evaluates only the tokens after the longest common
-prefix. The counters below measure how much was reused.
+prefix. The counters below measure how much was reused. `prefill` does that evaluation ahead of
+time, while the model is idle (a document opened or edited), as llama.vim and llama.vscode do:
+the next request pays only for what changed since. A prefill never delays a request: one that
+is queued when a request comes is dropped, one that is running stops within a graph node.
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ class LocalBackend(Backend):
         self._fim_tokens: tuple[int, int, int] | None = None
         self._fold_system_prompt = False
         self._jobs: set[_Job] = set()
+        self._prefills: set[_Job] = set()
+        self.prefills = 0
         self._closed = False
         self.tokens_generated = 0
         self.generations = 0
@@ -210,6 +215,27 @@ class LocalBackend(Backend):
         async for text in self._stream(lambda job: self._run_chat(job, request), usage):
             yield text
 
+    def prefill(self, request: CompletionRequest) -> bool:
+        """Evaluate `request`'s prompt into the KV cache in the background if the model is
+        idle; False if it was busy or not loaded. Whatever it evaluated before a request
+        stopped it stays cached."""
+        if self._state != "ready" or self._closed or self._jobs:
+            return False
+        self._stop_prefills()
+        job = _Job(asyncio.get_running_loop(), asyncio.Queue())
+        self._prefills.add(job)
+        try:
+            future = self._worker.submit(self._run, job, lambda j: self._run_prefill(j, request))
+        except RuntimeError:  # closed meanwhile
+            self._prefills.discard(job)
+            return False
+        future.add_done_callback(lambda _f: self._prefills.discard(job))
+        return True
+
+    def _stop_prefills(self) -> None:
+        for job in self._prefills:
+            job.stop.set()
+
     async def wait_idle(self) -> None:
         """Return once every job submitted so far has finished on the worker thread."""
         await asyncio.wrap_future(self._worker.submit(lambda: None))
@@ -234,6 +260,7 @@ class LocalBackend(Backend):
     ) -> AsyncIterator[str]:
         job = _Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
+        self._stop_prefills()  # a request goes first: a prefill in its way stops now
         try:
             future = self._worker.submit(self._run, job, body)
         except RuntimeError as exc:  # the worker was shut down by aclose()
@@ -263,7 +290,8 @@ class LocalBackend(Backend):
         try:
             if job.stop.is_set() or self._llm is None:
                 return
-            self.generations += 1
+            if job not in self._prefills:
+                self.generations += 1
             body(job)
         except Exception as exc:
             # A cancelled prompt evaluation ends with an aborted decode; nobody is listening.
@@ -306,6 +334,22 @@ class LocalBackend(Backend):
         )
         with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["text"])
+
+    def _run_prefill(self, job: _Job, request: CompletionRequest) -> None:
+        """The prompt a completion at this position would evaluate, and one token: the next
+        request finds it in the KV cache."""
+        llm = self._require_model()
+        max_tokens = max(1, min(request.max_tokens, self._config.max_tokens, llm.n_ctx() // 2))
+        prompt = self._completion_prompt(llm, request, max_tokens)
+        if not prompt:
+            return
+        self.prefills += 1
+        chunks = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
+        with _PromptAbort(llm, job.stop):
+            for _chunk in chunks:
+                if job.stop.is_set():
+                    break
+            chunks.close()  # type: ignore[attr-defined]
 
     def _run_chat(self, job: _Job, request: ChatRequest) -> None:
         llm = self._require_model()

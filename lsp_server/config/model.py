@@ -38,11 +38,18 @@ class RoutingConfig:
     max_hedge_ratio: float = 0.2
 
 
+def default_threads() -> int:
+    """Half the cores, at least one: llama.cpp's threads spin, and one left without a core
+    (an editor, a build on a laptop) stalls them all; bench/bench_local.py --sweep-threads
+    measures it with one core busy."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
     model_path: str = ""  # empty: the bundled default model
     n_ctx: int = 4096
-    n_threads: int = 0  # 0: all cores
+    n_threads: int = field(default_factory=default_threads)  # 0: all cores
     enabled: bool = True
     # Budget of an inline request only the local model can serve (offline, sensitive, no remote
     # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.

@@ -208,6 +208,16 @@ class GatewayServer(LanguageServer):
                 del self._inflight[key]
         return document, suggestion
 
+    def prefill(self, uri: str, offset: int | None) -> None:
+        """Let the local model read the document up to `offset` (its end if None) while idle."""
+        document = open_document(self, uri)
+        if document is None or self._services is None:
+            return
+        position = len(document.source) if offset is None else min(offset, len(document.source))
+        self._services.suggestions.prefill(
+            uri=uri, text=document.source, offset=position, language=document.language_id or ""
+        )
+
     def inflight(self) -> dict[str, int]:
         """Work under way, for `gatewayLs.status`: the counts a leak would make grow."""
         return {
@@ -328,6 +338,24 @@ def register_features(server: GatewayServer) -> None:
         settings = params.settings
         if isinstance(settings, Mapping) and SETTINGS_KEY in settings:
             ls.apply_overrides(settings[SETTINGS_KEY], origin="workspace/didChangeConfiguration")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.prefill(params.text_document.uri, None)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GatewayServer, params: types.DidChangeTextDocumentParams) -> None:
+        """The model reads ahead up to where the person is typing (the last change's end)."""
+        uri = params.text_document.uri
+        document = open_document(ls, uri)
+        change = params.content_changes[-1] if params.content_changes else None
+        if document is None or change is None:
+            return
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            offset = offset_at(document, change.range.start) + len(change.text)
+        else:
+            offset = None
+        ls.prefill(uri, offset)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GatewayServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -579,7 +607,8 @@ def _completion_item(
 
     One line goes as plain text. Several lines go as a snippet with every snippet character
     escaped (the text is inserted as is): clients insert only the first line of a plain-text
-    item (Neovim 0.12 does), while a snippet is inserted whole."""
+    item (Neovim 0.12 does), while a snippet is inserted whole, its later lines indented
+    relative to the line it starts on."""
     cursor = offset_at(document, position)
     line_start = document.source.rfind("\n", 0, cursor) + 1
     word = _WORD_AT_END.search(document.source, line_start, cursor)
@@ -593,6 +622,8 @@ def _completion_item(
     if not suggestion.from_cache:
         detail += f" · {suggestion.latency_ms:.0f} ms"
     multiline = "\n" in new_text
+    line_text = document.source[line_start:cursor]
+    indent = line_text[: len(line_text) - len(line_text.lstrip())]
     return types.CompletionItem(
         label=first_line[:80],
         kind=types.CompletionItemKind.Text,
@@ -606,11 +637,21 @@ def _completion_item(
         insert_text_format=(
             types.InsertTextFormat.Snippet if multiline else types.InsertTextFormat.PlainText
         ),
+        insert_text_mode=types.InsertTextMode.AdjustIndentation if multiline else None,
         text_edit=types.TextEdit(
             range=types.Range(start=start, end=position),
-            new_text=_snippet_literal(new_text) if multiline else new_text,
+            new_text=_snippet_literal(_relative_to(indent, new_text)) if multiline else new_text,
         ),
     )
+
+
+def _relative_to(indent: str, text: str) -> str:
+    """`text` with `indent` taken off its later lines: with `AdjustIndentation` the client puts
+    the line's own indentation back on each of them (VS Code and Neovim both do)."""
+    first, *rest = text.split("\n")
+    if not indent or not all(line.startswith(indent) or not line.strip() for line in rest):
+        return text
+    return "\n".join([first, *(line[len(indent) :] for line in rest)])
 
 
 def _snippet_literal(text: str) -> str:

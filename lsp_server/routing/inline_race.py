@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class InlineRace:
         self._attempts: list[Attempt] = []
         self._hedged = False
         self._wake = asyncio.Event()
+        cursor_line = request.prefix[request.prefix.rfind("\n") + 1 :]
+        self._indent = len(cursor_line) - len(cursor_line.lstrip())
 
     async def run(self) -> RaceOutcome:
         start = time.monotonic()
@@ -144,6 +147,8 @@ class InlineRace:
                     self._forward(attempt, chunk)
                     if self._request.single_line and _has_complete_line(attempt.text):
                         break  # the rest of the line is all a single-line context can use
+                    if _left_the_block(attempt.text, self._indent):
+                        break  # a blank line, then code outside the block: the rest is unused
         except BackendError as error:
             attempt.error = error
         except asyncio.CancelledError:
@@ -190,6 +195,20 @@ class InlineRace:
 def _has_complete_line(text: str) -> bool:
     stripped = text.lstrip("\n")
     return "\n" in stripped
+
+
+def _left_the_block(text: str, indent: int) -> bool:
+    """Whether `text` has gone past the block the cursor is in: a blank line, then a line
+    indented less than the cursor's line (the next function, say). Post-processing cuts the
+    suggestion there anyway, so generating on only spends the deadline."""
+    if indent == 0 or "\n\n" not in text:
+        return False
+    lines = text.split("\n")
+    for previous, line in itertools.pairwise(lines):
+        stripped = line.lstrip()
+        if not previous.strip() and stripped and len(line) - len(stripped) < indent:
+            return True
+    return False
 
 
 def _usable_partial(running: list[Attempt]) -> str:

@@ -134,6 +134,17 @@ class Router:
         if self.offline.mode != "always":
             self._connections.ensure(self.pool.remotes.values())
 
+    def prefill_local(self, request: CompletionRequest, *, local_only: str | None) -> bool:
+        """Have the local model evaluate `request`'s prompt ahead of time, when it is the
+        model that will answer this document's keystrokes and is idle."""
+        local = self.pool.local
+        if local is None:
+            return False
+        if local_only is None and not self.offline.active and self._has_remote_inline():
+            return False
+        prefill = getattr(local.backend, "prefill", None)
+        return bool(callable(prefill) and prefill(request))
+
     def _has_remote_inline(self) -> bool:
         return any("inline" in e.roles for e in self.pool.remotes.values())
 

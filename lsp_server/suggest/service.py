@@ -78,6 +78,15 @@ class SuggestionService:
             self.cache.put(uri, request.prefix, request.suffix, text_out, routed.endpoint)
         return Suggestion(text_out, routed.endpoint, routed.reason, routed.latency_ms)
 
+    def prefill(self, *, uri: str, text: str, offset: int, language: str) -> bool:
+        """Prepare the local model for a request at `offset` (the document was just opened or
+        edited there), if it is the model that will answer; True if it started."""
+        request = build_completion_request(
+            text, offset, language=language, path=uri, max_tokens=self._max_tokens()
+        )
+        local_only = self.local_only_reason(uri, request.prefix, request.suffix)
+        return self.router.prefill_local(request, local_only=local_only)
+
     def forget(self, uri: str) -> None:
         self.cache.invalidate(uri)
         self._memos.pop(uri, None)

@@ -263,3 +263,35 @@ async def test_a_disabled_backend_refuses_work() -> None:
     assert backend.state == "disabled"
     assert error.value.kind is FailureKind.UNAVAILABLE
     await backend.aclose()
+
+
+@pytest.mark.model
+async def test_a_prefill_leaves_the_prompt_in_the_kv_cache(local_backend: LocalBackend) -> None:
+    await collect(local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=4))
+    request = CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=4)
+
+    assert local_backend.prefill(request) is True
+    await local_backend.wait_idle()
+    await collect(local_backend, request)
+
+    prompt = local_backend.last_prompt_tokens
+    assert prompt > 40
+    assert local_backend.last_reused_tokens == prompt - 1  # all but the replayed last token
+
+
+@pytest.mark.model
+async def test_a_prefill_never_delays_a_request(local_backend: LocalBackend) -> None:
+    """Busy: no prefill is queued. A request arriving during a prefill stops it."""
+    running = await start_streaming(
+        local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=256)
+    )
+    assert local_backend.prefill(CompletionRequest(prefix=DOCUMENT, suffix="")) is False
+    await cancel(running)
+    await local_backend.wait_idle()
+
+    long_document = DOCUMENT * 8
+    assert local_backend.prefill(CompletionRequest(prefix=long_document, suffix="")) is True
+    (prefill,) = local_backend._prefills
+    await collect(local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=2))
+    assert prefill.stop.is_set()  # told to stop (or never start) when the request came
+    await local_backend.wait_idle()

@@ -102,3 +102,14 @@ async def test_a_model_still_loading_is_waited_for_within_the_local_budget() -> 
     model = LoadingModel(load_s=0.5)
     routed = await router_with(model).inline(REQUEST, local_only="sensitive")
     assert (routed.text, routed.endpoint) == ("return a + b\n", "local")
+
+
+def test_generation_stops_once_the_text_leaves_the_cursor_block() -> None:
+    """A blank line, then code indented less than the cursor: post-processing cuts there, so
+    the model stops there instead of spending the deadline."""
+    from lsp_server.routing.inline_race import _left_the_block
+
+    assert _left_the_block(" side ** 2\n\ndef area_of_rectangle(", indent=4)
+    assert not _left_the_block(" a\n\n    b = 1\n", indent=4)  # still inside the body
+    assert not _left_the_block("x\nelse:\n  y\n", indent=4)  # no blank line: the block goes on
+    assert not _left_the_block("x\n\ny = 1\n", indent=0)  # at top level nothing is left
