@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, SSEError
 
 from lsp_server.backends import http_common
 from lsp_server.backends.base import (
@@ -18,6 +17,7 @@ from lsp_server.backends.base import (
     CompletionRequest,
     FailureKind,
     Usage,
+    token_count,
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
@@ -137,41 +137,35 @@ class AnthropicBackend(Backend):
 
     async def _stream_texts(self, response: httpx.Response, usage: Usage) -> AsyncIterator[str]:
         """The text deltas of a Messages stream; usage is filled as its events arrive."""
-        received = 0
-        try:
-            async for event in EventSource(response).aiter_sse():
-                received += len(event.data)
-                if received > http_common.MAX_BODY_BYTES:
-                    raise BackendError(self.name, FailureKind.PROTOCOL, "stream too large")
-                if not event.data.strip():
-                    continue
-                payload = self._event_payload(event.data)
-                kind = payload.get("type") or event.event
-                if kind == "content_block_delta":
-                    delta = payload.get("delta") or {}
-                    if delta.get("type") == "text_delta" and delta.get("text"):
-                        yield str(delta["text"])
-                elif kind == "message_start":
-                    _count_usage((payload.get("message") or {}).get("usage"), usage)
-                elif kind == "message_delta":
-                    _count_usage(payload.get("usage"), usage)
-                    stop_reason = (payload.get("delta") or {}).get("stop_reason")
-                    if stop_reason:
-                        usage.finish_reason = "length" if stop_reason == "max_tokens" else "stop"
-                elif kind == "message_stop":
-                    return
-                elif kind == "error":
-                    raise stream_error(self.name, payload.get("error"))
-        except SSEError as exc:
-            raise BackendError(
-                self.name, FailureKind.PROTOCOL, f"not an SSE stream: {exc}"
-            ) from None
+        async for event in http_common.sse_events(self.name, response):
+            if not event.data.strip():
+                continue
+            payload = self._event_payload(event.data)
+            kind = payload.get("type") or event.event
+            if kind == "content_block_delta":
+                delta = payload.get("delta")
+                text = delta.get("text") if isinstance(delta, dict) else None
+                if text and delta.get("type") == "text_delta":
+                    yield str(text)
+            elif kind == "message_start":
+                message = payload.get("message")
+                _count_usage(message.get("usage") if isinstance(message, dict) else None, usage)
+            elif kind == "message_delta":
+                _count_usage(payload.get("usage"), usage)
+                delta = payload.get("delta")
+                stop_reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+                if stop_reason:
+                    usage.finish_reason = "length" if stop_reason == "max_tokens" else "stop"
+            elif kind == "message_stop":
+                return
+            elif kind == "error":
+                raise stream_error(self.name, payload.get("error"))
         raise BackendError(self.name, FailureKind.PROTOCOL, "truncated stream")
 
     def _event_payload(self, data: str) -> dict[str, Any]:
         try:
             payload = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BackendError(self.name, FailureKind.PROTOCOL, "malformed SSE data") from None
         if not isinstance(payload, dict):
             raise BackendError(self.name, FailureKind.PROTOCOL, "SSE data is not an object")
@@ -188,13 +182,17 @@ def stream_error(endpoint: str, error: Any) -> BackendError:
 
 
 def _count_usage(fields: Any, usage: Usage) -> None:
+    """Usage is advisory: a field that is not a sane count is ignored, never fatal."""
     if not isinstance(fields, dict):
         return
-    prompt_parts = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    if any(isinstance(fields.get(part), int) for part in prompt_parts):
-        usage.prompt_tokens = sum(fields.get(part) or 0 for part in prompt_parts)
-    if isinstance(fields.get("output_tokens"), int):
-        usage.completion_tokens = fields["output_tokens"]
+    prompt_parts = [
+        token_count(fields.get(part))
+        for part in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    if any(part is not None for part in prompt_parts):
+        usage.prompt_tokens = sum(part or 0 for part in prompt_parts)
+    if (output_tokens := token_count(fields.get("output_tokens"))) is not None:
+        usage.completion_tokens = output_tokens
         usage.reported = usage.completion_tokens > 0
 
 

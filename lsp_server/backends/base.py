@@ -7,10 +7,13 @@ generation between tokens) and let `CancelledError` propagate.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,28 @@ class BackendError(Exception):
     @property
     def looks_offline(self) -> bool:
         return self.kind in (FailureKind.NETWORK, FailureKind.TIMEOUT)
+
+
+def unexpected_failure(endpoint: str, exc: Exception) -> BackendError:
+    """A backend's own bug, as a failure of its endpoint: the request falls back and the
+    breaker counts it, instead of an empty success or a crashed request. Logged with its trace."""
+    log.error("%s: unexpected error in the backend", endpoint, exc_info=exc)
+    return BackendError(endpoint, FailureKind.PROTOCOL, f"unexpected {type(exc).__name__}")
+
+
+# A token count beyond this is not a count a completion could have.
+MAX_TOKEN_COUNT = 10**9
+
+
+def token_count(value: object) -> int | None:
+    """A usage field as a token count; None for anything that is not one (a string, a bool,
+    a fraction, infinity, a negative or absurd number): usage is advisory, never fatal."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None  # also NaN and infinity
+    count = int(value)
+    return count if 0 <= count <= MAX_TOKEN_COUNT else None
 
 
 @dataclass(slots=True)

@@ -6,20 +6,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, SSEError
+from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from lsp_server.backends.base import BackendError, FailureKind, Usage
 from lsp_server.config.model import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# One SSE event (and so one line) larger than this is not a token delta: the stream is refused
+# before the line is buffered whole, so an endless line costs at most this much memory.
+MAX_SSE_EVENT_BYTES = 1024 * 1024
+# A compressed body is inflated off the event loop in steps of at most this many bytes.
+INFLATE_STEP_BYTES = 256 * 1024
 # How long to wait for the end of a body after `[DONE]` to keep the connection reusable.
 DRAIN_TIMEOUT_S = 0.05
 
@@ -43,32 +50,80 @@ def endpoint_timeout_s(config: EndpointConfig) -> float:
 
 
 def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
-    """A keep-alive client: connections are reused across keystrokes; HTTP/2 where offered."""
+    """A keep-alive client: connections are reused across keystrokes; HTTP/2 where offered.
+
+    Bodies are asked for uncompressed: completions are small, and inflating costs the event
+    loop time that belongs to keystrokes (a server that compresses anyway: `body_chunks`).
+    """
     limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60)
     return httpx.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
         transport=CancellationSafeTransport(http2=True, limits=limits, trust_env=False),
+        headers={"Accept-Encoding": "identity"},
         trust_env=False,
     )
 
 
 class CancellationSafeTransport(httpx.AsyncHTTPTransport):
-    """Takes back the pool slot a cancelled request can strand.
+    """Takes back the pool slot a cancelled request can strand, and retries a request that a
+    dead pooled connection failed.
 
     httpcore 1.0 can keep a connection whose request was cancelled between being given the
     connection and starting to use it (encode/httpcore#1093): no request holds it, yet it is
     neither idle nor available nor closed, so it is never handed out or reaped again. Keystroke
     traffic cancels most requests, so the slots run out within minutes and every request then
     fails with PoolTimeout. Such connections are closed and dropped from the pool here.
+
+    A keep-alive connection can die unnoticed (the upstream restarted or crashed). A request
+    that failed on such a reused connection before any response came back is sent once more,
+    on a fresh connection: the other idle ones are as suspect and are dropped first.
     """
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        connected = _watch_connects(request)
+        try:
+            return await super().handle_async_request(request)
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+            if connected():
+                raise  # a fresh connection failed: the upstream's fault, not the pool's
+        except asyncio.CancelledError:
+            await _close_stranded_connections(self._pool)
+            raise
+        await _close_idle_connections(self._pool)
         try:
             return await super().handle_async_request(request)
         except asyncio.CancelledError:
             await _close_stranded_connections(self._pool)
             raise
+
+
+def _watch_connects(request: httpx.Request) -> Callable[[], bool]:
+    """Note, through httpcore's trace hook, whether the request opened a new connection."""
+    opened = False
+    outer: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get("trace")
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        nonlocal opened
+        if event.startswith("connection.connect_") and event.endswith(".started"):
+            opened = True
+        if outer is not None:
+            await outer(event, info)
+
+    request.extensions["trace"] = trace
+    return lambda: opened
+
+
+async def _close_idle_connections(pool: Any) -> None:
+    connections = getattr(pool, "_connections", None)
+    if not isinstance(connections, list):
+        return
+    idle = [c for c in connections if c.is_idle()]
+    for connection in idle:
+        connections.remove(connection)
+    for connection in idle:
+        with contextlib.suppress(Exception):
+            await connection.aclose()
 
 
 async def _close_stranded_connections(pool: Any) -> None:
@@ -113,9 +168,9 @@ def setup_timing(usage: Usage | None) -> dict[str, Any]:
 async def open_connection(client: httpx.AsyncClient, path: str, headers: dict[str, str]) -> None:
     """GET `path` (a model list: no user content) so the client's pool holds an open connection
     when the first keystroke comes. Any failure is left for that request to report."""
-    with contextlib.suppress(httpx.HTTPError):
+    with contextlib.suppress(httpx.HTTPError, BackendError):
         async with client.stream("GET", path, headers=headers) as response:
-            await _read_limited(response, MODEL_LIST_MAX_BYTES)
+            await _read_limited("warm-up", response, MODEL_LIST_MAX_BYTES)
 
 
 _TIMEOUT_MESSAGES: dict[type[Exception], str] = {
@@ -143,7 +198,10 @@ async def raise_for_status(endpoint: str, response: httpx.Response) -> None:
     """Raise a `BackendError` for a non-2xx response, with the server's short reason."""
     if response.status_code < 400:
         return
-    body = await _read_limited(response, 2048)
+    try:
+        body = await _read_limited(endpoint, response, 2048)
+    except BackendError:  # an undecodable error body: the status alone says enough
+        body = b""
     reason = _error_message(body) or response.reason_phrase
     status = response.status_code
     if status in (401, 403):
@@ -184,13 +242,18 @@ def parse_retry_after(value: str | None) -> float | None:
 
 async def read_json(endpoint: str, response: httpx.Response) -> dict[str, Any]:
     """A whole JSON body, bounded in size; malformed or oversized bodies are protocol faults."""
-    body = await _read_limited(response, MAX_BODY_BYTES + 1)
+    body = await _read_limited(endpoint, response, MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise BackendError(endpoint, FailureKind.PROTOCOL, "response body too large")
     try:
         data = json.loads(body)
     except ValueError as exc:
-        raise BackendError(endpoint, FailureKind.PROTOCOL, f"malformed JSON: {exc.msg}") from None
+        message = getattr(exc, "msg", "not UTF-8")
+        raise BackendError(endpoint, FailureKind.PROTOCOL, f"malformed JSON: {message}") from None
+    except RecursionError:
+        raise BackendError(
+            endpoint, FailureKind.PROTOCOL, "malformed JSON: nested too deep"
+        ) from None
     if not isinstance(data, dict):
         raise BackendError(endpoint, FailureKind.PROTOCOL, "JSON body is not an object")
     return data
@@ -203,20 +266,16 @@ async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterato
     for a moment, so the connection goes back to the pool for the next keystroke instead of
     being closed half-read.
     """
-    received = 0
-    events = EventSource(response).aiter_sse()
+    events = sse_events(endpoint, response)
     try:
         async for event in events:
-            received += len(event.data)
-            if received > MAX_BODY_BYTES:
-                raise BackendError(endpoint, FailureKind.PROTOCOL, "stream too large")
             if event.data.strip() == "[DONE]":
                 break
             if not event.data.strip():
                 continue
             try:
                 payload = json.loads(event.data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "malformed SSE data") from None
             if not isinstance(payload, dict):
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "SSE data is not an object")
@@ -227,35 +286,141 @@ async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterato
             yield payload
         else:
             raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
-    except SSEError as exc:
-        raise BackendError(endpoint, FailureKind.PROTOCOL, f"not an SSE stream: {exc}") from None
     except httpx.HTTPError as exc:
         raise transport_error(endpoint, exc) from None
-    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, BackendError):
         async with asyncio.timeout(DRAIN_TIMEOUT_S):
             async for _ in events:
                 pass
+
+
+async def sse_events(endpoint: str, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    """The events of an SSE response, bounded before parsing: no event (and so no line) may
+    pass `MAX_SSE_EVENT_BYTES`, nor the whole stream `MAX_BODY_BYTES`."""
+    bounded = httpx.Response(
+        response.status_code,
+        headers={"content-type": response.headers.get("content-type", "")},
+        stream=_BoundedEventBytes(endpoint, body_chunks(endpoint, response)),
+    )
+    events = EventSource(bounded).aiter_sse()
+    try:
+        async for event in events:
+            yield event
+    except SSEError as exc:
+        raise BackendError(endpoint, FailureKind.PROTOCOL, f"not an SSE stream: {exc}") from None
+    finally:
+        await events.aclose()
+
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+
+class _BoundedEventBytes(httpx.AsyncByteStream):
+    """An SSE body passed on chunk by chunk, refused as soon as one event, or the whole stream,
+    grows past its bound: a line without end is never buffered whole."""
+
+    def __init__(self, endpoint: str, chunks: AsyncIterator[bytes]) -> None:
+        self._endpoint = endpoint
+        self._chunks = chunks
+        self._total = 0
+        self._line = 0  # bytes of the line being received
+        self._event = 0  # bytes of the event being received, its current line included
+        self._after_cr = False  # the last chunk ended in "\r", perhaps half of a "\r\n"
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            self._count(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        close = getattr(self._chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _count(self, chunk: bytes) -> None:
+        self._total += len(chunk)
+        if self._total > MAX_BODY_BYTES:
+            raise BackendError(self._endpoint, FailureKind.PROTOCOL, "stream too large")
+        position = 0
+        for match in _LINE_BREAK.finditer(chunk):
+            if self._after_cr and match.start() == 0 and match.group() == b"\n":
+                position, self._after_cr = 1, False
+                continue
+            self._grow(match.start() - position)
+            if self._line == 0:
+                self._event = 0  # an empty line ends the event
+            self._line = 0
+            position = match.end()
+        self._grow(len(chunk) - position)
+        self._after_cr = chunk.endswith(b"\r")
+
+    def _grow(self, size: int) -> None:
+        self._line += size
+        self._event += size
+        if self._event > MAX_SSE_EVENT_BYTES:
+            raise BackendError(
+                self._endpoint, FailureKind.PROTOCOL, "malformed stream: an SSE event too large"
+            )
+
+
+async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncIterator[bytes]:
+    """The response body as it arrives, decoded.
+
+    Bodies are asked for without compression; a gzip or deflate body sent anyway is inflated on
+    a worker thread, in bounded steps, so a small body that inflates hugely neither stalls the
+    event loop nor grows memory past `MAX_BODY_BYTES`. Other encodings are refused.
+    """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        async for chunk in response.aiter_raw():
+            yield chunk
+        return
+    if encoding in ("gzip", "x-gzip"):
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        inflater = zlib.decompressobj()
+    else:
+        raise BackendError(
+            endpoint, FailureKind.PROTOCOL, f"unsupported content-encoding: {_short(encoding, 40)}"
+        )
+    produced = 0
+    async for chunk in response.aiter_raw():
+        pending = chunk
+        while pending:
+            try:
+                out = await asyncio.to_thread(inflater.decompress, pending, INFLATE_STEP_BYTES)
+            except zlib.error:
+                raise BackendError(
+                    endpoint, FailureKind.PROTOCOL, "corrupt compressed body"
+                ) from None
+            pending = inflater.unconsumed_tail
+            produced += len(out)
+            if produced > MAX_BODY_BYTES:
+                raise BackendError(endpoint, FailureKind.PROTOCOL, "response body too large")
+            if out:
+                yield out
 
 
 def is_event_stream(response: httpx.Response) -> bool:
     return "text/event-stream" in response.headers.get("content-type", "")
 
 
-async def _read_limited(response: httpx.Response, limit: int) -> bytes:
+async def _read_limited(endpoint: str, response: httpx.Response, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
+    async with contextlib.aclosing(body_chunks(endpoint, response)) as body:
+        async for chunk in body:
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
     return b"".join(chunks)[:limit]
 
 
 def _error_message(body: bytes) -> str:
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body.decode("utf-8", "replace").strip()
     if isinstance(data, dict):
         error = data.get("error", data)

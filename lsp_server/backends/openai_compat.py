@@ -23,6 +23,7 @@ from lsp_server.backends.base import (
     CompletionRequest,
     FailureKind,
     Usage,
+    token_count,
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
@@ -179,18 +180,15 @@ def read_choice(payload: dict[str, Any], usage: Usage) -> str:
 
 def count_usage(payload: dict[str, Any], usage: Usage) -> None:
     """Take the upstream's counts when it reports any; zeros (some proxies send them on every
-    chunk) leave the estimate standing."""
+    chunk) leave the estimate standing, and so does a field that is not a sane count: usage is
+    advisory, never fatal."""
     reported = payload.get("usage")
     if not isinstance(reported, dict):
         return
-    prompt = _count(reported.get("prompt_tokens"))
-    completion = _count(reported.get("completion_tokens"))
+    prompt = token_count(reported.get("prompt_tokens"))
+    completion = token_count(reported.get("completion_tokens"))
     if completion:
         usage.completion_tokens = completion
         usage.reported = True
     if prompt:
         usage.prompt_tokens = prompt
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

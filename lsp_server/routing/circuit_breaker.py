@@ -2,7 +2,8 @@
 
 Closed: traffic flows. Open: no traffic until the back-off (or the server's Retry-After) has
 passed. Half-open: one request is let through as a probe; success closes the circuit, failure
-opens it again with a doubled back-off.
+opens it again with a doubled back-off. A Retry-After is honoured up to `MAX_RETRY_AFTER_S`:
+a server asking for a day's rest still gets a probe within minutes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from enum import StrEnum
+
+MAX_RETRY_AFTER_S = 300.0
 
 
 class BreakerState(StrEnum):
@@ -97,7 +100,7 @@ class CircuitBreaker:
         was_probe = self._probe_in_flight
         self._probe_in_flight = False
         if retry_after_s is not None:
-            self._open_for(retry_after_s)
+            self._open_for(min(retry_after_s, MAX_RETRY_AFTER_S))
             self._server_wait_until = self._open_until
             return
         if was_probe and self._opened:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lsp_server.backends.base import BackendError, CompletionRequest, Usage
+from lsp_server.backends.base import BackendError, CompletionRequest, Usage, unexpected_failure
 from lsp_server.routing.endpoint_pool import Endpoint
 
 
@@ -154,6 +154,8 @@ class InlineRace:
         except asyncio.CancelledError:
             attempt.cancelled = True
             raise
+        except Exception as exc:
+            attempt.error = unexpected_failure(attempt.endpoint.name, exc)
         finally:
             attempt.finished_at = time.monotonic()
             self._wake.set()

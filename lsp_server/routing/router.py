@@ -25,7 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_server.backends.base import BackendError, ChatRequest, CompletionRequest, Usage
+from lsp_server.backends.base import (
+    BackendError,
+    ChatRequest,
+    CompletionRequest,
+    Usage,
+    unexpected_failure,
+)
 from lsp_server.config.loader import config_to_dict
 from lsp_server.config.model import Config, OfflineMode
 from lsp_server.routing.circuit_breaker import BreakerState
@@ -603,11 +609,16 @@ async def _collect(
 ) -> str:
     parts: list[str] = []
     stream = endpoint.backend.chat(request, usage)
-    async with contextlib.aclosing(stream):  # type: ignore[type-var]
-        async for chunk in stream:
-            parts.append(chunk)
-            if on_text is not None:
-                on_text(chunk)
+    try:
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for chunk in stream:
+                parts.append(chunk)
+                if on_text is not None:
+                    on_text(chunk)
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise unexpected_failure(endpoint.name, exc) from None
     return "".join(parts)
 
 
