@@ -26,7 +26,7 @@ def serve(
         _warn_if_exposed(ws[0])
         server.start_ws(*ws)
     else:
-        serve_stdio(server, sys.stdin.buffer, _private_stdout())
+        return serve_stdio(server, sys.stdin.buffer, _private_stdout())
     return 0
 
 

@@ -1,4 +1,4 @@
-"""pygls' protocol with five additions.
+"""pygls' protocol with six additions.
 
 - `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
   as inner tasks that a cancel of the outer request does not reach. A command handler links its
@@ -10,6 +10,8 @@
   finish. pygls files them under made-up ids that nothing ever removes, so every `didChange`
   would stay in memory for the life of the server.
 - `shutdown` while requests are still running answers cleanly (see `lsp_shutdown`).
+- A request after `shutdown` is answered with Invalid Request, as LSP requires; pygls drops it
+  and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
 """
 
@@ -112,6 +114,9 @@ class GatewayProtocol(LanguageServerProtocol):
         if version != self.VERSION:
             self._reject_non_jsonrpc(message)
             return
+        if self._shutdown and _is_request(message) and message.method != types.EXIT:
+            self._send_error(message.id, JsonRpcInvalidRequest("the server is shutting down"))
+            return
         super().handle_message(message)
 
     def _reject_non_jsonrpc(self, message: Any) -> None:
@@ -165,6 +170,12 @@ class GatewayProtocol(LanguageServerProtocol):
     def cancel_request(self, msg_id: Any) -> None:
         """Cancel a request being handled, as a `$/cancelRequest` from the client would."""
         self._handle_cancel_notification(msg_id)
+
+
+def _is_request(message: Any) -> bool:
+    return isinstance(getattr(message, "method", None), str) and _is_message_id(
+        getattr(message, "id", None)
+    )
 
 
 def _is_message_id(value: object) -> bool:

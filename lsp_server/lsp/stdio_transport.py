@@ -85,8 +85,11 @@ class PipeReader:
         return self._fallback
 
 
-def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader."""
+def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader.
+
+    Returns the exit code: `exit` gives 0 after `shutdown` and 1 without, as LSP says.
+    """
     server._stop_event = stop_event = Event()  # `server.shutdown()` sets it
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
@@ -101,7 +104,10 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
         )
     except BrokenPipeError:
         log.error("the connection to the editor is gone; shutting down")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exit_:  # pygls' `exit` handler
+        return exit_.code if isinstance(exit_.code, int) else 1
     finally:
         server.shutdown()
+    return 0
