@@ -20,6 +20,7 @@ import dataclasses
 import difflib
 import os
 import re
+import stat
 import tomllib
 import typing
 from collections.abc import Callable, Mapping
@@ -40,6 +41,8 @@ from lsp_server.config.model import (
 from lsp_server.config.providers import PRESETS
 
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
+# A configuration is a few kilobytes; anything near this is not one.
+MAX_CONFIG_BYTES = 1024 * 1024
 APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
 # Names that routing, status and the gateway's model list use for other things.
@@ -101,14 +104,43 @@ def _existing_file(path_text: str, how: str) -> Path:
 
 
 def load_config_file(path: Path) -> Config:
+    return parse_config_file_text(read_config_text(path), path)
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most `MAX_CONFIG_BYTES`.
+
+    Opened without blocking and checked before reading, so a FIFO (which would wait for a
+    writer) or a device such as /dev/zero (which never ends) is an error, not a hang.
+    """
     file = str(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(
+                "cannot read: not a regular file (a directory, pipe or device)", file=file
+            )
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+        while len(data) <= MAX_CONFIG_BYTES and (more := os.read(fd, MAX_CONFIG_BYTES + 1)):
+            data += more
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", file=file) from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"larger than {MAX_CONFIG_BYTES // 1024} KB: not a config", file=file)
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError("not valid UTF-8 text", file=file) from exc
-    config = parse_config_text(text, file=file)
+
+
+def parse_config_file_text(text: str, path: Path) -> Config:
+    """`text`, read from `path`: parsed, with paths in it taken relative to the file."""
+    config = parse_config_text(text, file=str(path))
     local, gateway = config.local, config.gateway
     if local.model_path:
         local = dataclasses.replace(local, model_path=_beside(path, local.model_path))

@@ -3,7 +3,9 @@
 Polling `os.stat` once a second is cheap and behaves the same on every platform and filesystem
 (editors that save by rename, network mounts), so no file-notification dependency is needed.
 An invalid file keeps the last good configuration in force; each distinct problem is reported
-once, not on every poll.
+once, not on every poll. A change is applied only when two reads a moment apart agree and the
+text parses, and never when the file is empty: an editor that rewrites a file in place
+truncates it first, and an empty file read then is a save in progress, not "all defaults".
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from lsp_server.config.loader import ConfigError, default_config_path, load_config_file
+from lsp_server.config.loader import (
+    ConfigError,
+    default_config_path,
+    parse_config_file_text,
+    read_config_text,
+)
 from lsp_server.config.model import Config
 
 log = logging.getLogger(__name__)
@@ -108,18 +115,34 @@ class ConfigWatcher:
 
     async def _reload(self) -> None:
         try:
-            config = load_config_file(self._path)
-        except ConfigError:
-            # Possibly caught mid-write: give the writer a moment, then judge the final content.
-            await asyncio.sleep(self._settle_s)
-            self._last_seen = self._signature()
-            try:
-                config = load_config_file(self._path)
-            except ConfigError as error:
-                self._report(error)
-                return
+            text = await self._agreed_text()
+            if not text.strip():
+                raise ConfigError(
+                    "the file is empty (a save in progress?); the last good configuration "
+                    "stays in force",
+                    file=str(self._path),
+                )
+            config = parse_config_file_text(text, self._path)
+        except ConfigError as error:
+            self._report(error)
+            return
         self._last_reported = None
         self._on_change(config)
+
+    async def _agreed_text(self) -> str:
+        """The file's text once two reads a settle period apart agree."""
+        text = read_config_text(self._path)
+        for _ in range(_SETTLE_ROUNDS):
+            await asyncio.sleep(self._settle_s)
+            again = read_config_text(self._path)
+            self._last_seen = self._signature()
+            if again == text:
+                return text
+            text = again
+        raise ConfigError(
+            "the file keeps changing; the last good configuration stays in force",
+            file=str(self._path),
+        )
 
     def _file_gone(self) -> None:
         if self._watches_default:
