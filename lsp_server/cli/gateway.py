@@ -18,6 +18,7 @@ from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
+from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
 from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
 from lsp_server.routing.redis_link import RedisLink
@@ -91,11 +92,18 @@ async def _serve(
     suggestions = SuggestionService(router)
     watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error)
     publisher = StatusPublisher(router.status, kind="gateway")
+    limits = config.gateway
     server = _Server(
         uvicorn.Config(
-            create_app(router, suggestions, clients=clients),
+            BodyDeadline(
+                create_app(router, suggestions, clients=clients),
+                timeout_s=limits.body_timeout_ms / 1000,
+            ),
             host=host,
             port=port,
+            http=head_timeout_protocol(limits.header_timeout_ms / 1000),
+            limit_concurrency=limits.max_connections,
+            timeout_keep_alive=5,
             log_level="warning",
             access_log=False,
             lifespan="off",

@@ -101,6 +101,10 @@ class GatewayConfig:
     # hedge budget there; the password is read from the variable `state_password_env` names.
     state_url: str = ""
     state_password_env: str = ""
+    # What a slow or stalled client may hold: a request's head and body must arrive in time.
+    header_timeout_ms: int = 10_000
+    body_timeout_ms: int = 30_000
+    max_connections: int = 256
 
 
 @dataclass(frozen=True, slots=True)

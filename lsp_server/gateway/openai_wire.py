@@ -89,6 +89,9 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
         payload = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise GatewayError(400, "the request body is not valid JSON", code="invalid_json") from None
+    except RecursionError:
+        message = "the request body is nested too deep"
+        raise GatewayError(400, message, code="invalid_json") from None
     if not isinstance(payload, dict):
         raise GatewayError(400, "the request body must be a JSON object", code="invalid_json")
     return payload
