@@ -2,9 +2,10 @@
 
 Runs the reliability test files under pytest with `GATEWAY_LS_REPORT` naming a JSON-lines file;
 each scenario appends one row there (`tests/support/report.py`), and this script prints
-them: scenario, requests sent, failures survived, bytes leaked, memory growth. A dash is a number
-that does not apply to the scenario. Tests that fail still print their rows if they got that far;
-the exit code is pytest's.
+them: scenario, requests sent, keystrokes answered within their deadline + 100 ms, requests
+failed over to another endpoint, failures survived, bytes leaked, memory (RSS) growth. A dash is
+a number that does not apply to the scenario. Tests that fail still print their rows if they got
+that far; the exit code is pytest's.
 
 Run from the repository root: `python -m bench.reliability_report [TEST_FILE ...]`.
 """
@@ -24,13 +25,20 @@ from lsp_server.cli.table import render_table
 from tests.support.report import REPORT_ENV
 
 RELIABILITY_TESTS = (
-    "tests/test_fault_matrix.py",
-    "tests/test_storm.py",
-    "tests/test_lsp_fuzz.py",
-    "tests/test_privacy_proof.py",
-    "tests/test_config_faults.py",
+    "tests/reliability",
+    "tests/lsp/test_lsp_fuzz.py",
+    "tests/privacy/test_privacy_proof.py",
+    "tests/config/test_config_faults.py",
 )
-HEADERS = ("scenario", "requests sent", "failures survived", "bytes leaked", "memory growth")
+HEADERS = (
+    "scenario",
+    "requests sent",
+    "keystrokes in time",
+    "failed over",
+    "failures survived",
+    "bytes leaked",
+    "RSS growth",
+)
 
 
 def run_suite(test_files: list[str], report: Path) -> int:
@@ -50,11 +58,18 @@ def memory(megabytes: float | None) -> str | None:
     return None if megabytes is None else f"{megabytes:+.1f} MB"
 
 
+def in_time(row: dict[str, Any]) -> str | None:
+    keystrokes = row.get("keystrokes")
+    return None if keystrokes is None else f"{row.get('in_time') or 0}/{keystrokes}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     cells = [
         (
             row["scenario"],
             row["requests"],
+            in_time(row),
+            row.get("failed_over"),
             row["failures_survived"],
             row["bytes_leaked"],
             memory(row["memory_growth_mb"]),

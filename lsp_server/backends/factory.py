@@ -6,7 +6,10 @@ answer `initialize`, and an editor waits for that answer before it shows anythin
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from functools import cache
 
 from lsp_server.backends.base import Backend
 from lsp_server.config.model import EndpointConfig, LocalConfig
@@ -27,6 +30,28 @@ def remote_backend(config: EndpointConfig) -> Backend:
 
     # "openai", "ollama" (its /v1 API), "inception", "mistral", "deepseek": paths differ only.
     return OpenAICompatibleBackend(config)
+
+
+@cache
+def preparing_remote_backends() -> Future[None]:
+    """Start importing the HTTP backends and setting up what their clients share, once, on a
+    thread of its own. Done by the first client on the event loop, this costs the first
+    keystroke more than its deadline; started with the process, it is done by the time the
+    editor has its `initialize` answer."""
+    prepared: Future[None] = Future()
+
+    def prepare() -> None:
+        try:
+            from lsp_server.backends import anthropic, http_common, openai_compat  # noqa: F401
+
+            http_common.prepare()
+        except BaseException as error:  # the first client on the loop will meet it again
+            prepared.set_exception(error)
+        else:
+            prepared.set_result(None)
+
+    threading.Thread(target=prepare, name="prepare-http", daemon=True).start()
+    return prepared
 
 
 def local_backend_factory(on_progress: ProgressCallback | None) -> Callable[[LocalConfig], Backend]:

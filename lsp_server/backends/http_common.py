@@ -7,11 +7,13 @@ import asyncio
 import contextlib
 import json
 import re
+import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from functools import cache
 from typing import Any
 
 import httpx
@@ -55,14 +57,35 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
     Bodies are asked for uncompressed: completions are small, and inflating costs the event
     loop time that belongs to keystrokes (a server that compresses anyway: `body_chunks`).
     """
-    limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60)
     return httpx.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
-        transport=CancellationSafeTransport(http2=True, limits=limits, trust_env=False),
+        transport=_transport(),
         headers={"Accept-Encoding": "identity"},
         trust_env=False,
     )
+
+
+def prepare() -> None:
+    """Do now, on any thread, what the first client would otherwise do on the event loop:
+    import the HTTP/2 and async network layers and load the certificate store."""
+    import anyio  # noqa: F401  - httpcore's network backend, imported at its first connect
+
+    _transport()
+
+
+def _transport() -> CancellationSafeTransport:
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60)
+    return CancellationSafeTransport(
+        http2=True, limits=limits, verify=_ssl_context(), trust_env=False
+    )
+
+
+@cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every endpoint: loading the certificate store takes a large part of
+    a keystroke's budget, and each client would load it again."""
+    return httpx.create_ssl_context()
 
 
 class CancellationSafeTransport(httpx.AsyncHTTPTransport):

@@ -149,6 +149,9 @@ def _setup_logging(level: str) -> None:
 
 
 def _run_serve(args: argparse.Namespace, config: Config) -> int:
+    from lsp_server.backends.factory import preparing_remote_backends
+
+    preparing_remote_backends()  # alongside the language server's own imports
     from lsp_server.cli.serve import serve
 
     tcp = parse_host_port(args.tcp) if args.tcp else None

@@ -24,7 +24,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from lsp_server import __version__
-from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.backends.factory import (
+    local_backend_factory,
+    preparing_remote_backends,
+    remote_backend,
+)
 from lsp_server.config.editor_settings import Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
@@ -78,8 +82,21 @@ class GatewayServer(LanguageServer):
         self._stderr_progress = StderrProgress()
         self._last_progress_message = ""
         self.client_log = ClientLog(self)
+        self._prepared: asyncio.Future[None] | None = None
 
     # -- services, built once the event loop runs -----------------------------------------
+
+    def start_preparing(self) -> None:
+        """Have the HTTP stack imported and its certificates loaded off the event loop (if the
+        command line has not started that already); on the loop it would delay the first
+        keystroke by more than its deadline."""
+        if self._prepared is None:
+            self._prepared = asyncio.wrap_future(preparing_remote_backends())
+
+    async def start_services_when_prepared(self) -> None:
+        if self._prepared is not None:
+            await asyncio.shield(self._prepared)
+        self.start_services()
 
     def start_services(self) -> None:
         """Build the router now and start loading the local model if it is enabled: it is
@@ -196,13 +213,17 @@ class GatewayServer(LanguageServer):
             previous.cancel()  # superseded by this newer keystroke
         if current is not None:
             self._inflight[key] = current
+        request = {
+            "uri": uri,
+            "text": document.source,
+            "offset": offset,
+            "language": document.language_id or "",
+        }
         try:
-            suggestion = await self.suggestions.suggest(
-                uri=uri,
-                text=document.source,
-                offset=offset,
-                language=document.language_id or "",
-            )
+            if self._services is None and self._prepared is not None:
+                suggestion = await self._suggest_once_prepared(request)
+            else:
+                suggestion = await self.suggestions.suggest(**request)
         finally:
             if self._inflight.get(key) is current:
                 del self._inflight[key]
@@ -217,6 +238,19 @@ class GatewayServer(LanguageServer):
         self._services.suggestions.prefill(
             uri=uri, text=document.source, offset=position, language=document.language_id or ""
         )
+
+    async def _suggest_once_prepared(self, request: dict[str, Any]) -> Suggestion:
+        """A keystroke that comes while the HTTP stack is still being prepared waits for it,
+        and is served, within its one deadline; past it, it gets no suggestion."""
+        assert self._prepared is not None
+        budget_s = self.settings.effective.routing.inline_deadline_ms / 1000
+        try:
+            async with asyncio.timeout(budget_s):
+                await asyncio.shield(self._prepared)
+                self.start_services()
+                return await self.suggestions.suggest(**request)
+        except TimeoutError:
+            return Suggestion("", None, "deadline", budget_s * 1000)
 
     def inflight(self) -> dict[str, int]:
         """Work under way, for `gatewayLs.status`: the counts a leak would make grow."""
@@ -314,6 +348,7 @@ def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer
 def register_features(server: GatewayServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: GatewayServer, params: types.InitializeParams) -> None:
+        ls.start_preparing()
         options = params.initialization_options
         if isinstance(options, Mapping) and SETTINGS_KEY in options:
             ls.apply_overrides(options[SETTINGS_KEY], origin="initializationOptions")
@@ -321,8 +356,8 @@ def register_features(server: GatewayServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GatewayServer, params: types.InitializedParams) -> None:
         ls.client_log.attach()
-        ls.start_services()
-        await ls.start_watching()
+        await ls.start_watching()  # first: a change made while services start is not missed
+        await ls.start_services_when_prepared()
         ls.start_publishing()
         ls.warn_missing_keys()
 

@@ -43,7 +43,9 @@ async def test_requests_after_shutdown_are_refused_and_exit_says_0(tmp_path: Pat
         await client.drain()
         code = await asyncio.wait_for(client.process.wait(), 10)
         assert code == 0
-    report_scenario("lsp-requests-after-shutdown", requests=4, failures_survived=3)
+    report_scenario(
+        "lsp-requests-after-shutdown", requests=4, failures_survived=3, memory_growth_mb=None
+    )
 
 
 async def test_exit_without_shutdown_says_1(tmp_path: Path) -> None:
@@ -52,4 +54,6 @@ async def test_exit_without_shutdown_says_1(tmp_path: Path) -> None:
         await client.drain()
         code = await asyncio.wait_for(client.process.wait(), 10)
         assert code == 1
-    report_scenario("lsp-exit-without-shutdown", requests=1, failures_survived=1)
+    report_scenario(
+        "lsp-exit-without-shutdown", requests=1, failures_survived=1, memory_growth_mb=None
+    )

@@ -28,9 +28,14 @@ def report_scenario(
     failures_survived: int,
     bytes_leaked: int | None = 0,
     memory_growth_mb: float | None = 0.0,
+    keystrokes: int | None = None,
+    in_time: int | None = None,
+    failed_over: int | None = None,
 ) -> None:
     """Append one row for `scenario` to `$GATEWAY_LS_REPORT`, if it is set (None: the number
-    does not apply to the scenario)."""
+    does not apply to the scenario). `in_time` of `keystrokes` keystroke-level requests were
+    answered within their deadline + 100 ms; `failed_over` requests were served by another
+    endpoint than the one that failed them."""
     target = os.environ.get(REPORT_ENV)
     if not target:
         return
@@ -40,6 +45,9 @@ def report_scenario(
         "failures_survived": failures_survived,
         "bytes_leaked": bytes_leaked,
         "memory_growth_mb": None if memory_growth_mb is None else round(memory_growth_mb, 2),
+        "keystrokes": keystrokes,
+        "in_time": in_time,
+        "failed_over": failed_over,
     }
     with Path(target).open("a", encoding="utf-8") as report:
         report.write(json.dumps(row) + "\n")
@@ -80,14 +88,25 @@ class ServerLog:
 
 
 class ServerMemory:
-    """Resident memory of the `gateway-ls serve` process this test process started."""
+    """Resident memory of a server process: by default the `gateway-ls serve` process this
+    test process started; `peak_growth_mb` is the largest growth seen by `sample()` calls."""
 
-    def __init__(self) -> None:
-        self._process = _server_process()
+    def __init__(self, pid: int | None = None) -> None:
+        self._process = _server_process() if pid is None else psutil.Process(pid)
         self._baseline = self._process.memory_info().rss
+        self._peak = self._baseline
 
     def growth_mb(self) -> float:
-        return (self._process.memory_info().rss - self._baseline) / _MB
+        return (self.sample() - self._baseline) / _MB
+
+    def sample(self) -> int:
+        rss = self._process.memory_info().rss
+        self._peak = max(self._peak, rss)
+        return rss
+
+    def peak_growth_mb(self) -> float:
+        self.sample()
+        return (self._peak - self._baseline) / _MB
 
 
 def _server_process() -> psutil.Process:
