@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.routing.circuit_breaker import BreakerState, CircuitBreaker
+from lsp_server.routing.circuit_breaker import MAX_RETRY_AFTER_S, BreakerState, CircuitBreaker
 
 
 class FakeClock:
@@ -166,3 +166,15 @@ def test_a_shorter_retry_after_does_not_shorten_an_open_circuit(clock: FakeClock
     subject.record_failure(retry_after_s=30.0)
     subject.record_failure(retry_after_s=1.0)
     assert subject.retry_in_s == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize("retry_after_s", [100_000.0, float("inf")])
+def test_a_retry_after_of_a_day_is_capped_and_then_probed(
+    clock: FakeClock, retry_after_s: float
+) -> None:
+    subject = breaker(clock)
+    subject.record_failure(retry_after_s=retry_after_s)
+    assert subject.retry_in_s == pytest.approx(MAX_RETRY_AFTER_S)
+    clock.advance(MAX_RETRY_AFTER_S)
+    assert subject.allow()  # the probe, minutes later rather than a day
+    assert not subject.allow()

@@ -1,0 +1,91 @@
+"""Unit edges of the HTTP plumbing every remote backend shares: usage figures that are not
+counts, and SSE bounds that must hold however the bytes are split into chunks."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from lsp_server.backends import http_common
+from lsp_server.backends.base import BackendError, token_count
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (12, 12),
+        (12.0, 12),
+        (0, 0),
+        ("12", None),
+        ("n/a", None),
+        (True, None),
+        (1.5, None),
+        (float("inf"), None),
+        (float("nan"), None),
+        (-1, None),
+        (10**400, None),
+        (None, None),
+        ([3], None),
+    ],
+)
+def test_token_count_takes_only_sane_counts(value: object, expected: int | None) -> None:
+    assert token_count(value) == expected
+
+
+def sse_response(chunks: list[bytes], headers: dict[str, str] | None = None) -> httpx.Response:
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    all_headers = {"content-type": "text/event-stream", **(headers or {})}
+    return httpx.Response(200, headers=all_headers, stream=_Stream(body()))
+
+
+class _Stream(httpx.AsyncByteStream):
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            yield chunk
+
+
+async def payloads(response: httpx.Response) -> list[dict]:
+    return [payload async for payload in http_common.iter_sse_json("e", response)]
+
+
+async def test_many_events_whose_sum_passes_the_event_bound_are_fine() -> None:
+    event = b'data: {"n": "' + b"x" * 1000 + b'"}\r\n\r\n'
+    count = 2 * http_common.MAX_SSE_EVENT_BYTES // len(event)
+    stream = event * count + b"data: [DONE]\r\n\r\n"
+    # chunks of an odd size, so line breaks, "\r\n" pairs among them, fall across chunks
+    chunks = [stream[i : i + 1001] for i in range(0, len(stream), 1001)]
+    assert len(await payloads(sse_response(chunks))) == count
+
+
+async def test_an_endless_line_fails_as_a_malformed_stream() -> None:
+    line = [b"data: "] + [b"x" * 65536] * 64  # 4 MB, no newline
+    with pytest.raises(BackendError, match="SSE event too large") as raised:
+        await payloads(sse_response(line))
+    assert raised.value.kind == "protocol"
+
+
+async def test_an_event_of_many_lines_is_bounded_as_a_whole() -> None:
+    many = [b"data: " + b"x" * 1000 + b"\n"] * 2000 + [b"\n", b"data: [DONE]\n\n"]
+    with pytest.raises(BackendError, match="SSE event too large"):
+        await payloads(sse_response(many))
+
+
+async def test_a_gzip_stream_sent_anyway_is_inflated() -> None:
+    body = gzip.compress(b'data: {"text": "ok"}\n\ndata: [DONE]\n\n')
+    response = sse_response([body[:10], body[10:]], {"content-encoding": "gzip"})
+    assert await payloads(response) == [{"text": "ok"}]
+
+
+async def test_an_unknown_encoding_is_refused() -> None:
+    response = sse_response([b"whatever"], {"content-encoding": "br"})
+    with pytest.raises(BackendError, match="unsupported content-encoding"):
+        await payloads(response)
