@@ -112,8 +112,9 @@ class CircuitBreaker:
     def hold_open(self, seconds: float) -> None:
         """Open now for `seconds` (or longer, if already open longer): another gateway saw the
         endpoint fail and probes it. Until then this process sends it nothing, not even a
-        probe beside a request; that gateway's verdict arrives as `close` or a longer hold."""
-        self._open_for(seconds)
+        probe beside a request; that gateway's verdict arrives as `close` or a longer hold.
+        Capped like a Retry-After: what comes through shared state is not trusted further."""
+        self._open_for(min(seconds, MAX_RETRY_AFTER_S))
         self._server_wait_until = max(self._server_wait_until, self._open_until)
 
     def close(self) -> None:
