@@ -1,23 +1,147 @@
 """The configuration in force: the file's, with the editor's `gatewayLs` overrides merged over it.
 
+Editor settings are not trusted like the file: a repository can ship them
+(`.vscode/settings.json`, `.zed/settings.json`), so cloning one is enough for them to arrive.
+They may tune knobs that can neither leak nor run anything (deadlines, hedging, threads, token
+caps, turning the local model on or off) and make privacy stricter (more sensitive globs, added
+to the file's; redaction on; offline "always"). Everything else (endpoints and their URLs and
+key variables, model paths, the gateway section, anything loosening privacy) comes only from the
+file or the command line: such a setting is refused, named with the reason, and the rest of the
+override still applies.
+
 Either half may change at run time (hot reload, `didChangeConfiguration`); a change that does not
 validate raises `ConfigError` and leaves the configuration in force untouched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from lsp_server.config.loader import merge_overrides
-from lsp_server.config.model import Config
+from lsp_server.config.model import Config, LocalConfig, RoutingConfig
+
+# Knobs an editor may set freely: they cannot send anything anywhere nor run anything.
+_HARMLESS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("routing", "inline_deadline_ms"),
+        ("routing", "hedge_after_ms"),
+        ("routing", "refactor_deadline_ms"),
+        ("routing", "max_hedge_ratio"),
+        ("local", "n_threads"),
+        ("local", "max_tokens"),
+        ("local", "enabled"),
+    }
+)
+_FROM_THE_FILE_ONLY = {
+    "endpoints": "endpoints, their URLs and key variables come only from the config file",
+    "gateway": "the gateway section comes only from the config file",
+}
+_OFFLINE_STRICTNESS = {"never": 0, "auto": 0, "always": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class RefusedSetting:
+    """An editor setting that was not applied; `key` is dotted (`routing.redact_secrets`)."""
+
+    key: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenedOverrides:
+    allowed: dict[str, Any]
+    refused: tuple[RefusedSetting, ...]
+
+
+def screen_overrides(file_config: Config, overrides: Mapping[str, Any]) -> ScreenedOverrides:
+    """What of the editor's `overrides` may apply over `file_config`, and what is refused.
+
+    Values are never echoed in the reasons: a refused URL may carry a credential. Keys the
+    configuration does not know pass through, so validation reports them as unknown.
+    """
+    allowed: dict[str, Any] = {}
+    refused: list[RefusedSetting] = []
+    for section, value in overrides.items():
+        if value is None:
+            continue
+        if section in _FROM_THE_FILE_ONLY:
+            refused.append(RefusedSetting(section, _FROM_THE_FILE_ONLY[section]))
+        elif section in ("routing", "local") and isinstance(value, Mapping):
+            kept: dict[str, Any] = {}
+            for key, item in value.items():
+                if item is None:
+                    continue
+                verdict = _screen_knob(file_config, section, key, item)
+                if isinstance(verdict, RefusedSetting):
+                    refused.append(verdict)
+                elif verdict is not _DROP:
+                    kept[key] = verdict
+            allowed[section] = kept
+        else:
+            allowed[section] = value  # malformed or unknown: validation names it
+    return ScreenedOverrides(allowed, tuple(refused))
+
+
+_DROP = object()  # the setting repeats what the file says: nothing to apply, nothing to refuse
+
+
+def _screen_knob(file_config: Config, section: str, key: str, value: Any) -> Any:
+    dotted = f"{section}.{key}"
+    routing = file_config.routing
+    if (section, key) in _HARMLESS or key.endswith("_ms"):
+        return value
+    if (section, key) == ("routing", "sensitive_globs"):
+        if not isinstance(value, list | tuple):
+            return value  # validation reports the type
+        added = [glob for glob in value if glob not in routing.sensitive_globs]
+        return [*routing.sensitive_globs, *added]  # added to the file's, never instead of them
+    if (section, key) == ("routing", "redact_secrets"):
+        if value is True or value == routing.redact_secrets:
+            return value
+        if value is False:
+            return RefusedSetting(dotted, "turning secret redaction off is for the config file")
+        return value
+    if (section, key) == ("routing", "offline"):
+        if value not in _OFFLINE_STRICTNESS:
+            return value
+        if _OFFLINE_STRICTNESS[value] >= _OFFLINE_STRICTNESS[routing.offline]:
+            return value
+        return RefusedSetting(
+            dotted, 'the config file says offline "always"; only it can lift that'
+        )
+    if (section, key) == ("local", "model_path"):
+        return RefusedSetting(dotted, "model paths come only from the config file")
+    if key in _KNOWN_KEYS[section]:
+        return RefusedSetting(dotted, "this setting comes only from the config file")
+    return value  # unknown: validation names it
+
+
+_KNOWN_KEYS = {
+    "routing": frozenset(f.name for f in fields(RoutingConfig)),
+    "local": frozenset(f.name for f in fields(LocalConfig)),
+}
 
 
 class Settings:
-    def __init__(self, file_config: Config) -> None:
+    """The file's configuration with the screened editor overrides over it.
+
+    `on_refused` hears of each refused editor setting once per key, however often the editor
+    sends it again.
+    """
+
+    def __init__(
+        self,
+        file_config: Config,
+        *,
+        on_refused: Callable[[RefusedSetting, str], None] | None = None,
+    ) -> None:
         self._file_config = file_config
         self._overrides: Mapping[str, Any] = {}
         self._origin = "editor settings"
+        self._on_refused = on_refused
+        self._reported: set[str] = set()
         self.effective = file_config
 
     def with_file(self, file_config: Config) -> Config:
@@ -30,8 +154,13 @@ class Settings:
         self._overrides, self._origin, self.effective = overrides, origin, effective
         return effective
 
-    @staticmethod
-    def _merge(file_config: Config, overrides: Mapping[str, Any], origin: str) -> Config:
+    def _merge(self, file_config: Config, overrides: Mapping[str, Any], origin: str) -> Config:
         if not overrides:
             return file_config
-        return merge_overrides(file_config, overrides, origin=origin)
+        screened = screen_overrides(file_config, overrides)
+        for refusal in screened.refused:
+            if refusal.key not in self._reported:
+                self._reported.add(refusal.key)
+                if self._on_refused is not None:
+                    self._on_refused(refusal, origin)
+        return merge_overrides(file_config, screened.allowed, origin=origin)

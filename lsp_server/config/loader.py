@@ -173,18 +173,21 @@ def parse_config_text(text: str, *, file: str | None) -> Config:
 
 
 def merge_overrides(base: Config, overrides: Mapping[str, Any], *, origin: str) -> Config:
-    """The editor's `gatewayLs` settings over `base`: section keys override, `endpoints` replaces.
+    """Editor settings (already screened, see `editor_settings`) over `base`, key by key.
 
     `null` values mean "not set" (editors send them for settings the user left at default).
+    Endpoints and the gateway section never come from an editor.
     """
     if not isinstance(overrides, Mapping):
         raise ConfigError(f"expected an object, got {_describe(overrides)}", file=origin)
     merged = _sections_dict(base)
     try:
         for section, value in _without_nulls(overrides).items():
+            if section in _FILE_ONLY_SECTIONS:
+                raise _Invalid((section,), "comes only from the config file")
             if section in _SECTION_TYPES:
                 merged[section] = {**merged[section], **_expect_table(value, (section,))}
-            else:  # `endpoints` replaces the list; any other key is refused as unknown below
+            else:  # refused as unknown below
                 merged[section] = value
         config = _build_config(merged)
     except _Invalid as problem:
@@ -229,6 +232,7 @@ _SECTION_TYPES: dict[str, type] = {
     "gateway": GatewayConfig,
 }
 _TOP_LEVEL_KEYS = (*_SECTION_TYPES, "endpoints")
+_FILE_ONLY_SECTIONS = ("endpoints", "gateway")
 _REQUIRED_ENDPOINT_KEYS = ("name", "kind", "model")
 # Keys a user might reach for to paste a credential into the file.
 _SECRET_KEY_NAMES = frozenset(

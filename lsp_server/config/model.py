@@ -17,12 +17,32 @@ EndpointKind = Literal[
 ]
 Role = Literal["inline", "refactor"]
 
+# The credential files people keep next to code. Matched without regard to case, after the path
+# is canonicalised (see `privacy.policy`).
 DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
     "**/.env",
     "**/.env.*",
+    "**/.envrc",
     "**/*.pem",
     "**/*.key",
     "**/secrets/**",
+    "**/id_@(rsa|dsa|ecdsa|ed25519)!(*.pub)",  # SSH private keys, not the public halves
+    "**/*.ppk",
+    "**/?(_|.)netrc",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.git-credentials",
+    "**/.aws/credentials",
+    "**/.docker/config.json",
+    "**/.kube/config",
+    "**/*kubeconfig*",
+    "**/*.@(p12|pfx|jks|keystore)",
+    "**/*.tfvars",
+    "**/*.tfvars.json",
+    "**/*.tfstate",
+    "**/*.tfstate.backup",
+    "**/*service?account*.json",
+    "**/client_secret*.json",
 )
 
 

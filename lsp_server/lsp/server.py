@@ -29,7 +29,7 @@ from lsp_server.backends.factory import (
     preparing_remote_backends,
     remote_backend,
 )
-from lsp_server.config.editor_settings import Settings
+from lsp_server.config.editor_settings import RefusedSetting, Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
@@ -71,7 +71,7 @@ class GatewayServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=GatewayProtocol,
         )
-        self.settings = Settings(config)
+        self.settings = Settings(config, on_refused=self.report_refused_setting)
         self._watch_config = watch_config
         self._watcher: ConfigWatcher | None = None
         self._services: Services | None = None
@@ -115,7 +115,9 @@ class GatewayServer(LanguageServer):
                 stats_file=StatsFile(),
             )
             suggestions = SuggestionService(router)
-            self._services = Services(router, suggestions, RefactorService(router, suggestions))
+            self._services = Services(
+                router, suggestions, RefactorService(router, suggestions.privacy)
+            )
         return self._services
 
     @property
@@ -166,6 +168,16 @@ class GatewayServer(LanguageServer):
         log.error("%s", message)
         self.window_show_message(
             types.ShowMessageParams(type=types.MessageType.Error, message=message)
+        )
+
+    def report_refused_setting(self, refusal: RefusedSetting, origin: str) -> None:
+        message = (
+            f"gateway-ls: ignored the editor setting {SETTINGS_KEY}.{refusal.key} "
+            f"(from {origin}): {refusal.why}; the other settings apply"
+        )
+        log.warning("%s", message)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
         )
 
     async def start_watching(self) -> None:

@@ -1,7 +1,8 @@
 """Every endpoint fault, for FIM and chat endpoints, streaming and not, against the real server.
 
 One server session per (fim, stream) combination. Each fault gets two freshly named endpoints
-through `workspace/didChangeConfiguration`: the faulty one first, a healthy backup second, so the
+through the config file (hot reload; an editor may not name endpoints): the faulty one first, a
+healthy backup second, so the
 fault is met by the first keystroke and its statistics are its own. The faulty endpoint's read
 timeout is shorter than the hedge delay, so a hang surfaces as a timeout error (counted, logged,
 fallen back from) rather than as a hedge quietly overtaking it.
@@ -21,7 +22,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import inline_completion, lsp_session, open_document
+from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
 DEADLINE_MS = 3000
@@ -73,16 +74,20 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def endpoint_json(name: str, base_url: str, *, fim: bool, timeout_ms: int) -> dict[str, Any]:
-    return {
-        "name": name,
-        "kind": "openai",
-        "base_url": base_url,
-        "model": "fake-model",
-        "roles": ["inline"],
-        "fim": fim,
-        "timeout_ms": timeout_ms,
-    }
+def endpoint_entry(name: str, base_url: str, *, fim: bool, timeout_ms: int) -> str:
+    return endpoint_toml(name, base_url, fim=fim, extra=f"timeout_ms = {timeout_ms}")
+
+
+async def switch_endpoints(client: LanguageClient, config: Path, entries: list[str]) -> None:
+    """Rewrite the config file and wait for the server to pick it up."""
+    names = [
+        line.split('"')[1] for line in "".join(entries).splitlines() if line.startswith("name")
+    ]
+    config.write_text(ROUTING + "".join(entries), encoding="utf-8")
+    deadline = time.monotonic() + 15
+    while [e["name"] for e in (await status(client))["endpoints"]] != names:
+        assert time.monotonic() < deadline, f"the server never switched to {names}"
+        await asyncio.sleep(0.1)
 
 
 async def suggest(client: LanguageClient, method: str, uri: str) -> str:
@@ -147,24 +152,15 @@ async def test_every_fault_is_survived_within_the_deadline(
                     ignore_stream=not stream,
                 )
                 name = f"{cell}-{fault.slug}"
-                client.workspace_did_change_configuration(
-                    types.DidChangeConfigurationParams(
-                        settings={
-                            "gatewayLs": {
-                                "endpoints": [
-                                    endpoint_json(
-                                        name,
-                                        addresses[fault.address],
-                                        fim=fim,
-                                        timeout_ms=FAULTY_TIMEOUT_MS,
-                                    ),
-                                    endpoint_json(
-                                        f"backup-{name}", backup.base_url, fim=fim, timeout_ms=5000
-                                    ),
-                                ]
-                            }
-                        }
-                    )
+                await switch_endpoints(
+                    client,
+                    tmp_path / "config.toml",
+                    [
+                        endpoint_entry(
+                            name, addresses[fault.address], fim=fim, timeout_ms=FAULTY_TIMEOUT_MS
+                        ),
+                        endpoint_entry(f"backup-{name}", backup.base_url, fim=fim, timeout_ms=5000),
+                    ],
                 )
                 uri = (tmp_path / f"{fault.slug}.py").as_uri()
                 open_document(client, uri, DOCUMENT)
