@@ -104,7 +104,7 @@ async def _suggest(
             router.offline.active
             or not config.endpoints
             or pinned == LOCAL_NAME
-            or service.local_only_reason(uri, text) is not None
+            or service.privacy.text_reason(uri, text) is not None
         )
         if local is not None and local_answers:
             # The local model will answer: load it first, so the budget is spent generating.

@@ -146,7 +146,7 @@ class _Gateway:
         body = parse_completion_body(parse_json_object(await read_body(request)))
         pinned = self._pinned(body.model, "inline")
         completion = _completion_request(body)
-        privacy = self._privacy(request, completion.prefix + completion.suffix)
+        privacy = self._privacy(request, [completion.prefix + completion.suffix], body.stop)
         completion = _with_path(completion, privacy.uri)
         if body.stream:
             return await self._completion_stream(request, body, completion, privacy, pinned)
@@ -285,7 +285,7 @@ class _Gateway:
     async def chat_completions(self, request: Request) -> Response:
         body = parse_chat_body(parse_json_object(await read_body(request)))
         pinned = self._pinned(body.model, "refactor")
-        privacy = self._privacy(request, "\n".join(m.content for m in body.messages))
+        privacy = self._privacy(request, [m.content for m in body.messages], body.stop)
         unavailable = self._unavailable("refactor", privacy.local_only)
         if unavailable is not None:
             raise unavailable
@@ -403,11 +403,17 @@ class _Gateway:
         """With no `refactor` endpoint, chat is served by the inline endpoints' chat."""
         return not self.router.config.endpoints_with_role("refactor")
 
-    def _privacy(self, request: Request, prompt_text: str) -> _Privacy:
+    def _privacy(
+        self, request: Request, parts: list[str], stop: tuple[str, ...] | None
+    ) -> _Privacy:
+        """All that goes upstream is judged at once: every message (or prompt and suffix) and
+        the stop sequences; the path header as the file system would see it. The messages are
+        read apart and run together, so a secret split across two of them is still one."""
         uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
         if request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES:
             return _Privacy(uri, "sensitive")
-        return _Privacy(uri, self.suggestions.local_only_reason(uri, prompt_text))
+        sent = "\n".join((*parts, "".join(parts), *(stop or ())))
+        return _Privacy(uri, self.suggestions.privacy.text_reason(uri, sent))
 
     def _unavailable(self, role: Role, local_only: str | None) -> GatewayError | None:
         """Why nothing could serve a request of `role` without trying, or None."""

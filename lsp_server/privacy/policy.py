@@ -6,6 +6,8 @@ A request is local-only when its document matches one of `routing.sensitive_glob
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -29,27 +31,34 @@ __all__ = [
     "SensitivityPolicy",
     "classify",
     "contains_secret",
+    "file_system_paths",
     "find_secrets",
     "normalize_path",
 ]
 
 # Paths are normalised to forward slashes first, so patterns are matched the POSIX way on every
 # platform; `**` spans directories and `*` matches dot files, as users of .gitignore expect.
-_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE | glob.EXTGLOB | glob.FORCEUNIX
+# Case is ignored: macOS and Windows file systems do, so `.ENV` is the `.env` file there, and on
+# a case-sensitive system matching more only keeps more on the machine.
+_GLOB_FLAGS = (
+    glob.GLOBSTAR | glob.DOTGLOB | glob.BRACE | glob.EXTGLOB | glob.FORCEUNIX | glob.IGNORECASE
+)
 
 # A URI scheme has two or more characters; `C:` is a drive letter.
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _DRIVE_AFTER_SLASH = re.compile(r"/[A-Za-z]:(?:/|$)")
+_LEADING_PARENTS = re.compile(r"^(?:\.\./)+")
 
 
 def normalize_path(path_or_uri: str) -> str | None:
-    """The file path a document URI or path names, with forward slashes.
+    """The file path a document URI or path names, with forward slashes and without dot
+    segments (`sub/../.env` is `.env`).
 
     None for `untitled:` documents, which have no path. For other schemes that carry a path
     (`vscode-remote:`, `git:`), the path part is used: the file behind them is the same file.
     """
     if _URI_SCHEME.match(path_or_uri) is None:
-        return path_or_uri.replace("\\", "/")
+        return _without_dot_segments(path_or_uri.replace("\\", "/"))
     uri = urlsplit(path_or_uri)
     if uri.scheme.lower() == "untitled":
         return None
@@ -58,7 +67,53 @@ def normalize_path(path_or_uri: str) -> str | None:
         path = f"//{uri.netloc}{path}"  # a UNC share: file://server/share/x
     if _DRIVE_AFTER_SLASH.match(path):
         path = path[1:]  # file:///C:/x names C:/x
-    return path.replace("\\", "/")
+    return _without_dot_segments(path.replace("\\", "/"))
+
+
+def _without_dot_segments(path: str) -> str:
+    if not path or ("/." not in path and not path.startswith(".") and "//" not in path[1:]):
+        return path
+    return posixpath.normpath(path)
+
+
+def _local_file(path_or_uri: str, path: str) -> bool:
+    """True for a path on this machine's own file system, where links can be followed."""
+    scheme = _URI_SCHEME.match(path_or_uri)
+    if scheme is not None and scheme.group(0).lower() != "file:":
+        return False
+    return not path.startswith("//") and os.path.isabs(path)
+
+
+def _windows_aliases(path: str) -> str | None:
+    """Windows ignores trailing dots and spaces in names and reads `name::$DATA` as `name`."""
+    drive, rest = (path[:2], path[2:]) if re.match(r"[A-Za-z]:", path) else ("", path)
+    if not any(ch in rest for ch in ".: "):
+        return None
+    segments = [segment.split(":", 1)[0].rstrip(". ") or segment for segment in rest.split("/")]
+    alias = drive + "/".join(segments)
+    return alias if alias != path else None
+
+
+def file_system_paths(path_or_uri: str) -> tuple[str, ...]:
+    """Every path by which the file system knows a document: its own (canonical), the file a
+    symbolic link leads to, and the name Windows would read it as."""
+    path = normalize_path(path_or_uri)
+    if not path:
+        return ()
+    paths = [path]
+    if path.startswith("../"):
+        paths.append(_LEADING_PARENTS.sub("", path))  # the name is what the globs judge
+    alias = _windows_aliases(path)
+    if alias is not None:
+        paths.append(alias)
+    if _local_file(path_or_uri, path):
+        try:
+            target = os.path.realpath(path).replace("\\", "/")
+        except (OSError, ValueError):
+            target = path
+        if target not in paths:
+            paths.append(target)
+    return tuple(paths)
 
 
 class SensitivityPolicy:
@@ -74,12 +129,10 @@ class SensitivityPolicy:
         )
 
     def matching_glob(self, path_or_uri: str) -> str | None:
-        """The first pattern that matches the document, or None."""
-        path = normalize_path(path_or_uri)
-        if not path:
-            return None
+        """The first pattern that matches the document by any of its file-system paths."""
+        paths = file_system_paths(path_or_uri)
         for pattern, matcher in self._matchers:
-            if matcher.match(path):
+            if any(matcher.match(path) for path in paths):
                 return pattern
         return None
 

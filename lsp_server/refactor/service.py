@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from lsprotocol import types
 
 from lsp_server.backends.base import ChatRequest
+from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
 from lsp_server.refactor.prompt import build_refactor_messages
 from lsp_server.routing.router import Routed, Router, RoutingFailed
-from lsp_server.suggest.service import SuggestionService
 
 DEFAULT_INSTRUCTION = (
     "Refactor this code to be clearer and more idiomatic without changing its behaviour."
@@ -42,9 +42,9 @@ class RefactorResult:
 
 
 class RefactorService:
-    def __init__(self, router: Router, suggestions: SuggestionService) -> None:
+    def __init__(self, router: Router, privacy: PrivacyGuard) -> None:
         self._router = router
-        self._suggestions = suggestions
+        self._privacy = privacy
 
     async def refactor(
         self,
@@ -69,7 +69,8 @@ class RefactorService:
             path=uri,
             instruction=instruction,
         )
-        local_only = self._suggestions.local_only_reason(uri, text)
+        # The whole document and the instruction: everything the prompt could carry.
+        local_only = self._privacy.text_reason(uri, f"{text}\n{instruction}")
         received = 0
 
         def count(chunk: str) -> None:

@@ -6,17 +6,14 @@ and post-processing, and knows nothing of the protocol that asked.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
-from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, classify
+from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.routing.endpoint_pool import LOCAL_NAME
 from lsp_server.routing.router import Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import build_completion_request
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,34 +29,7 @@ class SuggestionService:
     def __init__(self, router: Router, *, cache: CompletionCache | None = None) -> None:
         self.router = router
         self.cache = cache or CompletionCache()
-        self._policy = SensitivityPolicy(router.config.routing.sensitive_globs)
-        self._globs = router.config.routing.sensitive_globs
-        self._memos: dict[str, SecretMemo] = {}
-
-    def local_only_reason(self, uri: str, prefix: str, suffix: str = "") -> str | None:
-        """Why a request must stay on this machine ("sensitive"), or None if it may leave."""
-        routing = self.router.config.routing
-        if routing.sensitive_globs != self._globs:
-            self._policy = SensitivityPolicy(routing.sensitive_globs)
-            self._globs = routing.sensitive_globs
-        verdict = classify(
-            self._policy,
-            uri,
-            prefix,
-            suffix,
-            redact_secrets=routing.redact_secrets,
-            memo=self._memo_for(uri),
-        )
-        if not verdict.local_only:
-            return None
-        log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
-        return "sensitive"
-
-    def _memo_for(self, uri: str) -> SecretMemo:
-        memo = self._memos.get(uri)
-        if memo is None:
-            memo = self._memos[uri] = SecretMemo()
-        return memo
+        self.privacy = PrivacyGuard(lambda: router.config.routing)
 
     async def suggest(
         self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
@@ -68,7 +38,9 @@ class SuggestionService:
         request = build_completion_request(
             text, offset, language=language, path=uri, max_tokens=self._max_tokens()
         )
-        local_only = self.local_only_reason(uri, request.prefix, request.suffix)
+        local_only = self.privacy.window_reason(
+            uri, text, offset - len(request.prefix), offset, offset + len(request.suffix)
+        )
         cached = self.cache.get(uri, request.prefix, request.suffix) if pinned is None else None
         if cached is not None and (local_only is None or cached.source == LOCAL_NAME):
             return Suggestion(cached.text, cached.source, "cache", 0.0, from_cache=True)
@@ -89,7 +61,7 @@ class SuggestionService:
 
     def forget(self, uri: str) -> None:
         self.cache.invalidate(uri)
-        self._memos.pop(uri, None)
+        self.privacy.forget(uri)
 
     def _max_tokens(self) -> int:
         config = self.router.config

@@ -335,6 +335,14 @@ def test_most_requests_go_to_the_faster_endpoint(gateway: Gateway) -> None:
         {"X-Gateway-LS-Sensitive": "1"},
         {"X-Gateway-LS-Sensitive": "true"},
         {"X-Gateway-LS-Path": "/home/dev/project/.env"},
+        # The path as the file system reads it: dot segments, case, Windows' aliases.
+        {"X-Gateway-LS-Path": "/home/dev/project/sub/../.env"},
+        {"X-Gateway-LS-Path": "./.env"},
+        {"X-Gateway-LS-Path": "/home/dev/project/.ENV"},
+        {"X-Gateway-LS-Path": "/home/dev/project/Secrets/db.yml"},
+        {"X-Gateway-LS-Path": "C:\\proj\\server.PEM."},
+        {"X-Gateway-LS-Path": "/home/dev/.ssh/id_ed25519"},
+        {"X-Gateway-LS-Path": "file:///home/dev/project/.kube/config"},
     ],
 )
 def test_a_sensitive_request_never_leaves_the_machine(
@@ -362,6 +370,22 @@ def test_a_secret_in_the_prompt_keeps_it_local(
         )
     assert error.value.status_code == 503
     assert AWS_KEY_ID not in fast.received_text() + slow.received_text()
+    assert fast.requests == [] and slow.requests == []
+
+
+def test_chat_messages_and_stop_sequences_are_judged_together(
+    gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer
+) -> None:
+    password = "Wq7" + "rT2mZ9xL4kP8"
+    split = [
+        {"role": "user", "content": "db_password = "},
+        {"role": "user", "content": f'"{password}"'},
+    ]
+    in_stop = {"stop": [f"{AWS_KEY_ID}"]}
+    for messages, extra in ((split, {}), ([{"role": "user", "content": "hi"}], in_stop)):
+        with pytest.raises(openai.APIStatusError) as error:
+            gateway.client().chat.completions.create(model="gateway-ls", messages=messages, **extra)
+        assert error.value.status_code == 503
     assert fast.requests == [] and slow.requests == []
 
 

@@ -15,20 +15,24 @@ import textwrap
 import urllib.request
 from argparse import ArgumentParser
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS
+from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS, RoutingConfig
+from lsp_server.privacy.guard import CONTEXT_MARGIN, PrivacyGuard, context_span
 from lsp_server.privacy.policy import (
     SecretMemo,
     SensitivityPolicy,
     classify,
     contains_secret,
+    file_system_paths,
     find_secrets,
     normalize_path,
 )
+from tests.privacy.credential_corpus import Sample, load_corpus
 
 BASE62 = string.ascii_letters + string.digits
 
@@ -284,6 +288,39 @@ DEFAULT_POLICY = SensitivityPolicy(DEFAULT_SENSITIVE_GLOBS)
         ("C:\\Users\\u\\proj\\secrets\\db.yml", "**/secrets/**"),
         ("file://fileserver/share/team/.env", "**/.env"),
         ("vscode-remote://ssh-remote%2Bhost/home/u/proj/.env", "**/.env"),
+        # As the file system sees them: dot segments, case, Windows' aliases.
+        ("file:///home/u/proj/sub/../.env", "**/.env"),
+        ("file:///home/u/proj/./.env", "**/.env"),
+        ("./.env", "**/.env"),
+        ("sub/../.env", "**/.env"),
+        ("../.env", "**/.env"),
+        ("/home/u/proj//.env", "**/.env"),
+        ("/home/u/proj/.ENV", "**/.env"),
+        ("/home/u/proj/Secrets/db.yml", "**/secrets/**"),
+        ("/home/u/proj/certs/server.PEM", "**/*.pem"),
+        ("C:\\Users\\u\\proj\\.env.", "**/.env"),
+        ("C:/Users/u/proj/server.pem::$DATA", "**/*.pem"),
+        # The credential files people keep next to code.
+        ("/home/u/proj/.envrc", "**/.envrc"),
+        ("/home/u/.ssh/id_rsa", "**/id_@(rsa|dsa|ecdsa|ed25519)!(*.pub)"),
+        ("/home/u/.ssh/id_ed25519_sk", "**/id_@(rsa|dsa|ecdsa|ed25519)!(*.pub)"),
+        ("/home/u/.ssh/id_ecdsa", "**/id_@(rsa|dsa|ecdsa|ed25519)!(*.pub)"),
+        ("/home/u/.netrc", "**/?(_|.)netrc"),
+        ("C:/Users/u/_netrc", "**/?(_|.)netrc"),
+        ("/home/u/proj/.npmrc", "**/.npmrc"),
+        ("/home/u/.pypirc", "**/.pypirc"),
+        ("/home/u/.git-credentials", "**/.git-credentials"),
+        ("/home/u/.aws/credentials", "**/.aws/credentials"),
+        ("/home/u/.docker/config.json", "**/.docker/config.json"),
+        ("/home/u/.kube/config", "**/.kube/config"),
+        ("/home/u/proj/deploy/staging-kubeconfig.yaml", "**/*kubeconfig*"),
+        ("/home/u/proj/client.p12", "**/*.@(p12|pfx|jks|keystore)"),
+        ("/home/u/proj/client.PFX", "**/*.@(p12|pfx|jks|keystore)"),
+        ("/home/u/proj/android/release.keystore", "**/*.@(p12|pfx|jks|keystore)"),
+        ("/home/u/proj/infra/prod.tfvars", "**/*.tfvars"),
+        ("/home/u/proj/infra/terraform.tfstate", "**/*.tfstate"),
+        ("/home/u/proj/gcp-service-account.json", "**/*service?account*.json"),
+        ("/home/u/proj/client_secret_1234.json", "**/client_secret*.json"),
     ],
 )
 def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
@@ -295,7 +332,11 @@ def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
     "path_or_uri",
     [
         "/home/u/proj/main.py",
-        "/home/u/proj/.envrc",
+        "/home/u/.ssh/id_ed25519.pub",
+        "/home/u/proj/netrc.py",
+        "/home/u/proj/keystore.py",
+        "/home/u/proj/terraform.md",
+        "../main.py",
         "/home/u/proj/environment.py",
         "/home/u/proj/secrets.py",
         "/home/u/proj/my.key.py",
@@ -309,6 +350,20 @@ def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
 )
 def test_other_paths_are_not_sensitive(path_or_uri: str) -> None:
     assert not DEFAULT_POLICY.is_sensitive_path(path_or_uri)
+
+
+def test_a_symbolic_link_is_judged_by_the_file_it_leads_to(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("K=1\n")
+    (tmp_path / "settings.py").symlink_to(tmp_path / ".env")
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "secrets").symlink_to(tmp_path / "vault")
+    (tmp_path / "vault" / "db.yml").write_text("x: 1\n")
+    (tmp_path / "config").symlink_to(tmp_path / "secrets")
+    assert DEFAULT_POLICY.matching_glob((tmp_path / "settings.py").as_uri()) == "**/.env"
+    assert DEFAULT_POLICY.matching_glob(str(tmp_path / "settings.py")) == "**/.env"
+    assert DEFAULT_POLICY.is_sensitive_path((tmp_path / "secrets" / "db.yml").as_uri())
+    assert not DEFAULT_POLICY.is_sensitive_path((tmp_path / "vault" / "db.yml").as_uri())
+    assert file_system_paths("untitled:Untitled-1") == ()
 
 
 def test_uris_are_normalised_to_paths() -> None:
@@ -408,3 +463,72 @@ def test_classify_with_a_memo_agrees_with_classify_without() -> None:
         )
         without = classify(policy, "/p/a.py", text, redact_secrets=True)
         assert with_memo == without
+
+
+CORPUS = load_corpus()
+
+
+@pytest.mark.parametrize(
+    "sample", [s for s in CORPUS if s.kind], ids=lambda s: f"{s.kind}-{s.file_name}"
+)
+def test_every_credential_shape_in_the_corpus_is_found(sample: Sample) -> None:
+    assert sample.kind in {finding.kind for finding in find_secrets(sample.text)}
+
+
+@pytest.mark.parametrize("sample", [s for s in CORPUS if not s.kind], ids=lambda s: s.file_name)
+def test_credential_files_in_the_corpus_are_sensitive_by_name(sample: Sample) -> None:
+    assert DEFAULT_POLICY.is_sensitive_path(f"/home/u/proj/{sample.file_name}")
+
+
+NEW_NEGATIVES = [
+    "SORT_KEY = 'name'",
+    "PRIMARY_KEY = 'id'",
+    "CACHE_KEY = 'users:v2'",
+    "bypass = 'abc12345'",
+    "OLDSTYLE_AUTH = re.compile(r'auth=(.*)', re.I)",
+    "SERVER_AUTH = '1.3.6.1.5.5.7.3.1'",
+    "email = 'joe@example.com'",
+    "mailto = 'mailto:joe@example.com'",
+    "@property",
+    "conn = 'Server=db;Database=x;Password={password};'",
+    "conn = f'Server=db;Password={pw};'",
+    "_HEX_DIGITS = frozenset('0123456789ABCDEFabcdef')",
+    "b'YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQkNE'",
+    "'Set-Cookie: Part_Number=\"Rocket_Launcher_0001\"'",
+    "the password combination is checked",
+]
+
+
+@pytest.mark.parametrize("text", NEW_NEGATIVES)
+def test_ordinary_code_stays_quiet_under_the_new_rules(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def guard() -> PrivacyGuard:
+    return PrivacyGuard(lambda: RoutingConfig(sensitive_globs=()))
+
+
+def test_a_window_that_cuts_a_token_in_half_still_sees_it() -> None:
+    key = "AK" + "IA" + "Q3EGRJXLWNZ5TBHV"
+    minified = "x" * 7000 + f'var k="{key}";' + "y" * 200
+    cursor = len(minified)
+    start = minified.index(key) + 5  # the window starts inside the key
+    window = minified[start:cursor]
+    assert find_secrets(window) == []  # what a window-only scan would miss
+    assert guard().window_reason("file:///p/app.min.js", minified, start, cursor, cursor)
+    span = context_span(minified, start, cursor)
+    assert span[0] <= minified.index(key) and start - span[0] <= CONTEXT_MARGIN
+
+
+def test_a_private_key_whose_begin_line_is_outside_the_window_still_counts() -> None:
+    body = "\n".join(fake(64, BASE62 + "+/", seed=i) for i in range(120))
+    document = (
+        "-----BEGIN RSA PRIV" + "ATE KEY-----\n" + body + "\n-----END RSA PRIV" + "ATE KEY-----\n"
+    )
+    document += "value = \n"
+    cursor = len(document) - 1
+    start = cursor - 6000
+    assert "BEGIN" not in document[start:cursor]
+    assert guard().window_reason("file:///p/key.txt", document, start, cursor, len(document))
+    clean = "value = 1\n" * 1000
+    assert guard().window_reason("file:///p/a.py", clean, 4000, 9000, 10000) is None

@@ -26,6 +26,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_server.privacy.secret_rules import find_secrets
+from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
 from tests.support.report import ServerLog, ServerMemory, report_scenario
@@ -97,7 +98,37 @@ PLANTED: dict[str, Callable[[], str]] = {
     "gcp-service-account": lambda: f'"private_key_id": "{_draw("0123456789abcdef", 40)}",',
 }
 
-SENSITIVE_PATHS = (".env", ".env.local", "x.pem", "id.key", "secrets/db.yml")
+# Each default glob, and each way of writing a path the file system reads as a sensitive one.
+SENSITIVE_PATHS = (
+    ".env",
+    ".env.local",
+    "x.pem",
+    "id.key",
+    "secrets/db.yml",
+    "sub/../.env",
+    "./.env.production",
+    ".ENV",
+    "Secrets/db.yml",
+    "server.PEM",
+    ".envrc",
+    ".ssh/id_ed25519",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".git-credentials",
+    ".aws/credentials",
+    ".docker/config.json",
+    ".kube/config",
+    "deploy/prod-kubeconfig.yaml",
+    "client.p12",
+    "client.pfx",
+    "release.jks",
+    "android.keystore",
+    "infra/prod.tfvars",
+    "infra/terraform.tfstate",
+    "gcp-service-account.json",
+)
+CORPUS = [sample for sample in load_corpus() if sample.kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +153,41 @@ def marker_for(slug: str) -> str:
 def sensitive_probe(root: Path, relative: str) -> Probe:
     marker = marker_for(relative)
     return Probe(root / relative, marker, f"# {marker}\nmode = plain\nname = ")
+
+
+def corpus_probe(root: Path, index: int, sample: Sample) -> Probe:
+    marker = marker_for(f"corpus_{index}")
+    text = f"# {marker}\nsettings = {{\n{sample.text}\n}}\nresult = "
+    return Probe(root / f"corpus_{index}.py", marker, text)
+
+
+def symlink_probe(root: Path) -> Probe:
+    """An innocent name that is a link to a `.env` file."""
+    marker = marker_for("symlink")
+    text = f"# {marker}\nmode = plain\nname = "
+    (root / "linked").mkdir()
+    (root / "linked" / ".env").write_text(text, encoding="utf-8")
+    (root / "linked" / "settings.py").symlink_to(root / "linked" / ".env")
+    return Probe(root / "linked" / "settings.py", marker, text)
+
+
+def window_cut_probes(root: Path) -> list[Probe]:
+    """A minified line whose prompt window starts inside a key, and a private key whose BEGIN
+    line is out of the window."""
+    marker = marker_for("minified")
+    key = "AK" + "IA" + _draw(string.ascii_uppercase + "234567", 16)
+    minified = f'var a=1;/*{marker}*/var k="{key}";' + "f(1);" * 1199 + "g("
+    cut = len(minified) - 6000  # where the 6,000-character window starts
+    assert minified.index(key) < cut < minified.index(key) + len(key)
+    marker_key = marker_for("key_body")
+    body = "\n".join(_draw(_ALNUM + "+/", 64) for _ in range(120))
+    label = "PRIV" + "ATE KEY"
+    pem = f"-----BEGIN RSA {label}-----\n{body}\n-----END RSA {label}-----\n"
+    key_text = f"{pem}# {marker_key}\nresult = "
+    return [
+        Probe(root / "bundle.min.js", marker, minified),
+        Probe(root / "key_notes.py", marker_key, key_text),
+    ]
 
 
 def planted_probe(root: Path, kind: str) -> Probe:
@@ -190,7 +256,10 @@ async def test_sensitive_content_never_reaches_the_endpoint(
     api_key = "sk" + "-proof-" + _draw(_ALNUM, 40)
     (tmp_path / "secrets").mkdir()
     sensitive = [sensitive_probe(tmp_path, relative) for relative in SENSITIVE_PATHS]
+    sensitive.append(symlink_probe(tmp_path))
     planted = [planted_probe(tmp_path, kind) for kind in PLANTED]
+    planted += [corpus_probe(tmp_path, i, sample) for i, sample in enumerate(CORPUS)]
+    planted += window_cut_probes(tmp_path)
     control_marker = marker_for("control")
     control = Probe(tmp_path / "control.py", control_marker, f"# {control_marker}\nresult = ")
     log = ServerLog(capfd)
@@ -242,6 +311,11 @@ async def test_sensitive_content_never_reaches_the_endpoint(
             growth = memory.growth_mb()
 
     assert api_key not in log.text
+    for probe in (*sensitive, *planted):  # nothing of a sensitive document, at any level
+        assert probe.marker not in log.text, probe.path.name
+    for sample in CORPUS:
+        for secret in find_secrets(sample.text):
+            assert sample.text[secret.start : secret.end] not in log.text, sample.kind
     assert " DEBUG " in log.text  # the debug level was really in force
     assert "Traceback" not in log.text
     report_scenario(

@@ -1,0 +1,112 @@
+"""The one privacy verdict every front door asks for: inline suggestions, refactors, the gateway.
+
+A request must stay on this machine when its document is sensitive by path, when a secret is in
+what would be sent, or when the document holds a private key anywhere. What would be sent is
+judged generously: the whole lines around a prompt window (up to `CONTEXT_MARGIN` characters
+beyond each edge), so a window that starts or ends inside a token still sees the whole token.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from lsp_server.config.model import RoutingConfig
+from lsp_server.privacy.policy import (
+    MULTI_LINE_MARKER,
+    PrivacyVerdict,
+    SecretMemo,
+    SensitivityPolicy,
+    classify,
+)
+from lsp_server.privacy.secret_rules import find_private_key
+
+log = logging.getLogger(__name__)
+
+# Longer than any single-line secret the rules know; on a minified line the scan stops here.
+CONTEXT_MARGIN = 4096
+LOCAL_ONLY_REASON = "sensitive"
+_MAX_MEMOS = 256
+
+
+def context_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """`text[start:end]` widened to whole lines, at most `CONTEXT_MARGIN` further each way."""
+    floor = max(0, start - CONTEXT_MARGIN)
+    newline = text.rfind("\n", floor, start)
+    span_start = newline + 1 if newline != -1 else floor
+    ceiling = min(len(text), end + CONTEXT_MARGIN)
+    newline = text.find("\n", end, ceiling)
+    span_end = newline if newline != -1 else ceiling
+    return span_start, span_end
+
+
+class PrivacyGuard:
+    """Privacy verdicts under the routing configuration in force (which may change at run time)."""
+
+    def __init__(self, routing: Callable[[], RoutingConfig]) -> None:
+        self._routing = routing
+        self._globs: Sequence[str] = ()
+        self._policy = SensitivityPolicy(())
+        self._memos: OrderedDict[str, SecretMemo] = OrderedDict()
+
+    def window_reason(self, uri: str, text: str, start: int, cursor: int, end: int) -> str | None:
+        """Why a prompt window `text[start:end]` around `cursor` must stay here, or None.
+
+        Keystroke after keystroke in one document: the lines around the cursor's are judged
+        through that document's `SecretMemo`, so a keystroke rescans one line.
+        """
+        routing = self._routing()
+        span_start, span_end = context_span(text, start, end)
+        verdict = classify(
+            self._policy_for(routing),
+            uri,
+            text[span_start:cursor],
+            text[cursor:span_end],
+            redact_secrets=routing.redact_secrets,
+            memo=self._memo_for(uri),
+        )
+        if not verdict.local_only and routing.redact_secrets:
+            verdict = _private_key_anywhere(text)
+        return self._reason(uri, verdict)
+
+    def text_reason(self, uri: str, text: str) -> str | None:
+        """Why a request carrying all of `text` must stay here, or None."""
+        routing = self._routing()
+        verdict = classify(
+            self._policy_for(routing), uri, text, redact_secrets=routing.redact_secrets
+        )
+        return self._reason(uri, verdict)
+
+    def forget(self, uri: str) -> None:
+        self._memos.pop(uri, None)
+
+    def _policy_for(self, routing: RoutingConfig) -> SensitivityPolicy:
+        if routing.sensitive_globs != self._globs:
+            self._policy = SensitivityPolicy(routing.sensitive_globs)
+            self._globs = routing.sensitive_globs
+        return self._policy
+
+    def _memo_for(self, uri: str) -> SecretMemo:
+        memo = self._memos.get(uri)
+        if memo is None:
+            memo = self._memos[uri] = SecretMemo()
+            if len(self._memos) > _MAX_MEMOS:
+                self._memos.popitem(last=False)
+        else:
+            self._memos.move_to_end(uri)
+        return memo
+
+    @staticmethod
+    def _reason(uri: str, verdict: PrivacyVerdict) -> str | None:
+        if not verdict.local_only:
+            return None
+        log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
+        return LOCAL_ONLY_REASON
+
+
+def _private_key_anywhere(text: str) -> PrivacyVerdict:
+    """A document holding a private key block is sensitive wherever the window is."""
+    if MULTI_LINE_MARKER in text and find_private_key(text):
+        return PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail="private-key")
+    return PrivacyVerdict(local_only=False)

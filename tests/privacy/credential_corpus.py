@@ -1,0 +1,173 @@
+"""A labelled corpus of credentials as people keep them: one sample per shape, in its usual file.
+
+Fake but realistic: each sample is a template whose random parts (`{alnum:36}`, `{hex:40}`, ...)
+are drawn at load time from a seeded generator, so the repository holds no string a secret
+scanner would flag, and every run sees the same values. `kind` is the rule expected to find the
+sample in its text; `None` means only its file name gives it away (the sensitive globs).
+Used by the privacy tests, the end-to-end proof and `bench/bench_privacy.py` (recall).
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import re
+import string
+from dataclasses import dataclass
+
+_ALPHABETS = {
+    "alnum": string.ascii_letters + string.digits,
+    "hex": "0123456789abcdef",
+    "HEX": "0123456789ABCDEF",
+    "upper": string.ascii_uppercase + string.digits,
+    "aws": string.ascii_uppercase + "234567",
+    "lower": string.ascii_lowercase + string.digits,
+    "letters": string.ascii_letters,
+    "digits": string.digits,
+    "b64": string.ascii_letters + string.digits + "+/",
+    "url": string.ascii_letters + string.digits + "_-",
+}
+_FIELD = re.compile(r"\{(\w+):(\d+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    kind: str | None
+    file_name: str
+    text: str
+
+
+# (kind, file name, template). `{basic:N}` is base64 of `user:<N random characters>`;
+# `{pem:N}` is a private key body of N lines.
+TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
+    ("aws-access-key", "settings.py", 'AWS_ACCESS_KEY_ID = "AK' + 'IA{aws:16}"'),
+    ("aws-secret-key", "deploy.sh", "export AWS_SECRET_ACCESS_KEY={b64:40}"),
+    ("github-token", "ci.yml", "  GH_TOKEN: gh" + "p_{alnum:36}"),
+    ("github-token", "release.py", 'token = "github' + '_pat_{alnum:22}_{alnum:59}"'),
+    ("anthropic-key", "agent.py", 'client = Anthropic(api_key="sk-' + 'ant-api03-{url:93}")'),
+    ("openai-key", "app.py", 'OpenAI(api_key="sk-' + 'proj-{alnum:48}")'),
+    ("google-api-key", "maps.js", "const key = 'AI" + "za{alnum:35}';"),
+    ("slack-token", "bot.py", 'WebClient(token="xo' + 'xb-{digits:12}-{alnum:24}")'),
+    (
+        "slack-webhook",
+        "notify.py",
+        'URL = "https://hooks.slack.com/services/T{upper:9}/B{upper:9}/{alnum:24}"',
+    ),
+    ("stripe-key", "billing.py", 'stripe.api_key = "sk' + '_live_{alnum:24}"'),
+    ("stripe-key", "billing_test.py", 'stripe.api_key = "sk' + '_test_{alnum:24}"'),
+    ("stripe-key", "webhooks.py", 'endpoint_secret = "wh' + 'sec_{alnum:32}"'),
+    ("gitlab-token", "gitlab.toml", 'token = "gl' + 'pat-{url:20}"'),
+    ("npm-token", "publish.sh", "NPM_TOKEN=np" + "m_{alnum:36}"),
+    ("pypi-token", "upload.cfg", "password = py" + "pi-AgEIcHlwaS5vcmc{url:70}"),
+    ("huggingface-token", "train.py", 'login("h' + 'f_{letters:34}")'),
+    ("sendgrid-key", "mail.py", 'SG_KEY = "S' + 'G.{url:22}.{url:43}"'),
+    ("jwt", "client.py", 'session = "ey' + "J{url:30}.ey" + 'J{url:40}.{url:43}"'),
+    ("private-key", "fixtures.py", 'KEY = """-----BEGIN RSA PRIV' + 'ATE KEY-----\n{pem:5}\n"""'),
+    ("private-key", "deploy_key", "-----BEGIN OPENSSH PRIV" + "ATE KEY-----\n{pem:5}\n"),
+    (
+        "gcp-service-account",
+        "project-1a2b3c.json",
+        '{"type": "service_account", "private_key_id": "{hex:40}", "client_email": "x@y"}',
+    ),
+    ("url-credentials", "db.py", 'DATABASE_URL = "postgres://app:{alnum:16}@db.internal:5432/app"'),
+    ("url-credentials", "git-credentials.txt", "https://octo:{alnum:20}@github.com"),
+    ("bearer-token", "api.sh", "curl -H 'Authorization: Bearer {alnum:40}' https://api.x.io"),
+    ("basic-auth", "fetch.py", 'headers = {"Authorization": "Basic {basic:14}"}'),
+    ("basic-auth", "docker.json", '{"auths": {"registry.x.io": {"auth": "{basic:16}"}}}'),
+    ("password-assignment", "app.py", 'db_password = "{alnum:14}"'),
+    ("password-assignment", "prod.env.sh", "export DB_PASS={alnum:16}"),
+    ("password-assignment", "mail.ini", "SMTP_PWD = {alnum:14}"),
+    ("password-assignment", "settings.py", 'APP_SECRET = "{alnum:32}"'),
+    ("password-assignment", "service.env.sh", "PAYMENTS_SERVICE_KEY={alnum:32}"),
+    ("password-assignment", "config.go", 'const apiToken = "{alnum:32}"'),
+    (
+        "connection-string",
+        "storage.cs",
+        'var cs = "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={b64:86}==;'
+        'EndpointSuffix=core.windows.net";',
+    ),
+    (
+        "connection-string",
+        "Db.cs",
+        'var cs = "Server=db.acme.local;Database=Orders;User Id=app;Password={alnum:16};";',
+    ),
+    (
+        "connection-string",
+        "application.properties",
+        "spring.datasource.url=jdbc:mysql://db:3306/app?user=app&password={alnum:14}&ssl=true",
+    ),
+    ("connection-string", "ora.properties", "url=jdbc:oracle:thin:scott/{alnum:12}@db:1521:ORCL"),
+    ("dsn-credentials", "main.go", 'dsn := "app:{alnum:14}@tcp(127.0.0.1:3306)/orders"'),
+    ("dsn-credentials", "celery.py", 'broker = "admin:{alnum:14}@mq.acme.local:5672/prod"'),
+    (
+        "netrc-password",
+        "netrc.txt",
+        "machine api.acme.io login deploy password {alnum:20}",
+    ),
+    (
+        "netrc-password",
+        "netrc-multi.txt",
+        "machine api.acme.io\n  login deploy\n  password {alnum:20}\n",
+    ),
+    ("npm-token", "npmrc.txt", "//registry.npmjs.org/:_authToken={alnum:36}"),
+    ("npm-token", "npmrc-auth.txt", "_auth={basic:18}"),
+    ("kubeconfig-credentials", "kube.yaml", "    client-key-data: {b64:120}="),
+    ("kubeconfig-credentials", "kube-token.yaml", "    token: {lower:6}.{lower:16}"),
+    ("digitalocean-token", "do.tf", 'token = "do' + 'p_v1_{hex:64}"'),
+    ("shopify-token", "shop.rb", 'ShopifyAPI::Session.new(token: "sh' + 'pat_{hex:32}")'),
+    ("databricks-token", "dbx.py", 'DATABRICKS = "da' + 'pi{hex:32}"'),
+    ("grafana-token", "grafana.sh", "GRAFANA=gl" + "sa_{alnum:32}_{hex:8}"),
+    ("vault-token", "vault.sh", "VAULT=hv" + "s.{url:90}"),
+    ("google-oauth-token", "gcloud.py", 'creds = "ya' + '29.{url:120}"'),
+    ("google-oauth-secret", "oauth.py", 'CLIENT = "GOC' + 'SPX-{url:28}"'),
+    ("llm-api-key", "router.py", 'OPENROUTER = "sk-' + 'or-v1-{hex:64}"'),
+    ("llm-api-key", "deepseek.py", 'DEEPSEEK = "sk-' + '{hex:32}"'),
+    ("llm-api-key", "groq.py", 'GROQ = "gs' + 'k_{alnum:52}"'),
+    ("replicate-token", "rep.py", 'REPLICATE = "r' + '8_{alnum:37}"'),
+    ("linear-key", "linear.ts", 'const LINEAR = "lin' + '_api_{alnum:40}";'),
+    ("postman-key", "pm.sh", "PM=PM" + "AK-{hex:24}-{hex:34}"),
+    ("pulumi-token", "pulumi.sh", "PULUMI=pu" + "l-{hex:40}"),
+    ("newrelic-key", "nr.yml", "key: NR" + "AK-{upper:27}"),
+    ("doppler-token", "doppler.sh", "DOPPLER=dp" + ".pt.{alnum:43}"),
+    ("supabase-token", "supa.sh", "SUPA=sb" + "p_{hex:40}"),
+    ("square-token", "square.py", 'SQUARE = "sq' + '0atp-{url:22}"'),
+    ("twilio-key", "twilio.py", 'TWILIO = "S' + 'K{hex:32}"'),
+    ("mailgun-key", "mg.py", 'MAILGUN = "ke' + 'y-{hex:32}"'),
+    ("age-secret-key", "age.txt", "AGE-SECRET" + "-KEY-1{upper:58}"),
+    ("high-entropy", "fixtures.py", 'CONFIG = {{"signature": "{alnum:40}"}}'),
+    # Found by their file name alone.
+    (None, ".env", "DEBUG=1\nMODE=plain\n"),
+    (None, "id_ed25519", "not shown\n"),
+    (None, ".npmrc", "registry=https://registry.npmjs.org/\n"),
+    (None, ".aws/credentials", "[default]\nregion = eu-west-1\n"),
+    (None, "prod.tfvars", 'region = "eu-west-1"\n'),
+    (None, "release.keystore", "binary\n"),
+)
+
+
+def _expand(template: str, rng: random.Random) -> str:
+    def field(match: re.Match[str]) -> str:
+        name, size = match.group(1), int(match.group(2))
+        if name == "basic":
+            password = _draw(rng, _ALPHABETS["alnum"], size)
+            return base64.b64encode(f"deploy:{password}".encode()).decode()
+        if name == "pem":
+            return "\n".join(_draw(rng, _ALPHABETS["b64"], 64) for _ in range(size))
+        return _draw(rng, _ALPHABETS[name], size)
+
+    return _FIELD.sub(field, template).replace("{{", "{").replace("}}", "}")
+
+
+def _draw(rng: random.Random, alphabet: str, size: int) -> str:
+    """Random characters with upper case, lower case and digits wherever the alphabet has them,
+    as real keys do."""
+    wanted = [k for k in (str.isupper, str.islower, str.isdigit) if any(map(k, alphabet))]
+    while True:
+        value = "".join(rng.choice(alphabet) for _ in range(size))
+        if size < 6 or all(any(map(k, value)) for k in wanted):
+            return value
+
+
+def load_corpus(seed: int = 20251202) -> list[Sample]:
+    rng = random.Random(seed)
+    return [Sample(kind, name, _expand(text, rng)) for kind, name, text in TEMPLATES]
