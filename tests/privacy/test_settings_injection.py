@@ -82,6 +82,7 @@ async def test_hostile_editor_settings_send_nothing_and_are_reported_once(
             env={VICTIM_VARIABLE: VICTIM_VALUE},
             extra_args=("--log-level", "debug"),
         ) as client:
+            log.follow(client)
             for _ in range(3 if channel == "didChangeConfiguration" else 1):
                 client.workspace_did_change_configuration(
                     types.DidChangeConfigurationParams(settings=settings)
