@@ -496,6 +496,7 @@ NEW_NEGATIVES = [
     "_HEX_DIGITS = frozenset('0123456789ABCDEFabcdef')",
     "b'YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQkNE'",
     "'Set-Cookie: Part_Number=\"Rocket_Launcher_0001\"'",
+    "'N10pem_ctx_st4DOLLAR_17E'",
     "the password combination is checked",
 ]
 
@@ -535,10 +536,11 @@ def test_a_private_key_whose_begin_line_is_outside_the_window_still_counts() -> 
     assert guard().window_reason("file:///p/a.py", clean, 4000, 9000, 10000) is None
 
 
+@pytest.mark.slow
 def test_false_alarms_on_the_standard_library_stay_under_one_percent() -> None:
-    """Python's own sources, which nobody here wrote (every fifth file, for time)."""
+    """Python's own sources, which nobody here wrote."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)[::5]
+    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
     flagged = [f for f in files if find_secrets(f.read_text(encoding="utf-8", errors="replace"))]
     assert len(files) > 100
     assert len(flagged) / len(files) < 0.01, flagged
