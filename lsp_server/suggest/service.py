@@ -56,7 +56,9 @@ class SuggestionService:
         request = build_completion_request(
             text, offset, language=language, path=uri, max_tokens=self._max_tokens()
         )
-        local_only = self.local_only_reason(uri, request.prefix, request.suffix)
+        local_only = self.privacy.window_reason(
+            uri, text, offset - len(request.prefix), offset, offset + len(request.suffix)
+        )
         return self.router.prefill_local(request, local_only=local_only)
 
     def forget(self, uri: str) -> None:
