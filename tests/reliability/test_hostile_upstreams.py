@@ -1,7 +1,8 @@
 """Upstreams that misbehave below the API, against the real server over stdio.
 
 Each scenario gives the server one freshly named hostile endpoint
-(`tests/support/hostile_upstream.py`) through `workspace/didChangeConfiguration`, alone, so the
+(`tests/support/hostile_upstream.py`) through the config file (an editor may not name
+endpoints), alone, so the
 router cannot rank it away and every keystroke meets it (failing over from a failed endpoint is
 the fault matrix's subject, and the gateway's chat tests'). Keystrokes have the contract's 350 ms
 deadline, except in the floods: there the hostile endpoint gets the time to fail on its own, and
@@ -26,7 +27,12 @@ from pytest_lsp import LanguageClient
 
 from tests.support import hostile_upstream as hostile
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import inline_completion, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    inline_completion,
+    lsp_session,
+    open_document,
+)
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
 DEADLINE_MS = 350
@@ -73,22 +79,22 @@ class Keystrokes:
         return (self.deadline_ms + 100) / 1000
 
 
-def endpoint(name: str, base_url: str, *, timeout_ms: int = 2000) -> dict[str, Any]:
-    return {
-        "name": name,
-        "kind": "openai",
-        "base_url": base_url,
-        "model": "fake-model",
-        "roles": ["inline"],
-        "fim": True,
-        "timeout_ms": timeout_ms,
-    }
+def endpoint(name: str, base_url: str, *, timeout_ms: int = 2000) -> str:
+    return endpoint_toml(name, base_url, extra=f"timeout_ms = {timeout_ms}")
 
 
-def use_endpoints(client: LanguageClient, *endpoints: dict[str, Any]) -> None:
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"gatewayLs": {"endpoints": list(endpoints)}})
-    )
+async def use_endpoints(client: LanguageClient, tmp_path: Path, *endpoints: str) -> None:
+    """Name the endpoints in the session's config file and wait for the server to take them."""
+    config = tmp_path / "config.toml"
+    routing = config.read_text(encoding="utf-8").split("[[endpoints]]")[0]
+    config.write_text(routing + "".join(endpoints), encoding="utf-8")
+    names = [
+        line.split('"')[1] for e in endpoints for line in e.splitlines() if line.startswith("name")
+    ]
+    deadline = time.monotonic() + 15
+    while [e["name"] for e in (await status(client))["endpoints"]] != names:
+        assert time.monotonic() < deadline, f"the server never switched to {names}"
+        await asyncio.sleep(0.1)
 
 
 async def status(client: LanguageClient) -> dict[str, Any]:
@@ -151,7 +157,7 @@ async def test_a_flood_fails_as_malformed_within_the_deadline_in_bounded_memory(
     keystrokes = Keystrokes(FLOOD_DEADLINE_MS)
     with hostile.HostileUpstream(mode()) as upstream:
         name = f"hostile-{scenario}"
-        use_endpoints(session, endpoint(name, upstream.base_url))
+        await use_endpoints(session, tmp_path, endpoint(name, upstream.base_url))
         async with sampling(memory):
             for _ in range(3):
                 text, _ = await keystrokes.send(session, tmp_path)
@@ -184,7 +190,7 @@ async def test_usage_that_is_not_a_number_is_ignored(
     keystrokes = Keystrokes()
     nonsense = '{"prompt_tokens": "n/a", "completion_tokens": 1e400, "total_tokens": [1]}'
     with hostile.HostileUpstream(hostile.streams_text(HOSTILE_TEXT, usage=nonsense)) as upstream:
-        use_endpoints(session, endpoint("bad-usage", upstream.base_url))
+        await use_endpoints(session, tmp_path, endpoint("bad-usage", upstream.base_url))
         texts = [(await keystrokes.send(session, tmp_path))[0] for _ in range(3)]
     assert texts.count(HOSTILE_TEXT) >= 2, texts  # served: neither failed nor empty
     report = {e["name"]: e for e in (await status(session))["endpoints"]}
@@ -208,7 +214,7 @@ async def test_a_dead_pooled_connection_is_retried_on_a_fresh_one(
     memory = ServerMemory()
     keystrokes = Keystrokes()
     with hostile.HostileUpstream(hostile.dies_when_reused(HOSTILE_TEXT)) as upstream:
-        use_endpoints(session, endpoint("flaky-pool", upstream.base_url))
+        await use_endpoints(session, tmp_path, endpoint("flaky-pool", upstream.base_url))
         texts = [(await keystrokes.send(session, tmp_path))[0] for _ in range(4)]
         reused = sum(r.connection_requests > 0 for r in upstream.requests)
     assert reused >= 1, "no request came on a kept-alive connection: nothing was tested"
@@ -231,7 +237,7 @@ async def test_retry_after_of_a_day_is_capped(session: LanguageClient, tmp_path:
     keystrokes = Keystrokes()
     behaviour = Behaviour(text=HOSTILE_TEXT, fault="status:429", retry_after="100000")
     with FakeLLMServer(behaviour, name="sleepy") as upstream:
-        use_endpoints(session, endpoint("sleepy", upstream.base_url))
+        await use_endpoints(session, tmp_path, endpoint("sleepy", upstream.base_url))
         text, _ = await keystrokes.send(session, tmp_path)
     assert text == ""
     report = {e["name"]: e for e in (await status(session))["endpoints"]}
