@@ -90,7 +90,7 @@ async def _serve(
     if config.gateway.state_url:
         link = RedisLink(config.gateway.state_url, state_password, router.share_state())
     suggestions = SuggestionService(router)
-    watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error)
+    watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error, loaded=config)
     publisher = StatusPublisher(router.status, kind="gateway")
     limits = config.gateway
     server = _Server(

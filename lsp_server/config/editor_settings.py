@@ -144,6 +144,10 @@ class Settings:
         self._reported: set[str] = set()
         self.effective = file_config
 
+    @property
+    def file_config(self) -> Config:
+        return self._file_config
+
     def with_file(self, file_config: Config) -> Config:
         effective = self._merge(file_config, self._overrides, self._origin)
         self._file_config, self.effective = file_config, effective

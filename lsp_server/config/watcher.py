@@ -39,7 +39,8 @@ class ConfigWatcher:
     `on_change` receives the file's configuration only; merging editor overrides over it is the
     caller's job. When the default location is watched, the file disappearing again means "no
     file", so `on_change` receives the defaults; a named file disappearing is an error instead.
-    Call `start()` right after loading the file, so the first poll compares with what was loaded.
+    `loaded` is the file's configuration in force: the file may have changed between loading
+    it and `start()` (a busy start-up), and such a change is then applied by the first poll.
     """
 
     def __init__(
@@ -48,12 +49,14 @@ class ConfigWatcher:
         on_change: Callable[[Config], None],
         on_error: Callable[[ConfigError], None],
         *,
+        loaded: Config | None = None,
         interval_s: float = 1.0,
         settle_s: float = 0.3,
     ) -> None:
         self._watches_default = path is None
         self._path = default_config_path() if path is None else path
         self._on_change = on_change
+        self._loaded = loaded
         self._on_error = on_error
         self._interval_s = interval_s
         self._settle_s = settle_s
@@ -68,8 +71,16 @@ class ConfigWatcher:
     async def start(self) -> None:
         if self._task is not None:
             return
-        self._last_seen = self._signature()
+        self._last_seen = None if self._changed_since_loaded() else self._signature()
         self._task = asyncio.create_task(self._run(), name=f"config-watch {self._path}")
+
+    def _changed_since_loaded(self) -> bool:
+        if self._loaded is None or self._signature() == _MISSING:
+            return False
+        try:
+            return parse_config_file_text(read_config_text(self._path), self._path) != self._loaded
+        except ConfigError:
+            return True  # the first poll reports it
 
     async def stop(self) -> None:
         task, self._task = self._task, None

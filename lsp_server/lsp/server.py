@@ -184,7 +184,10 @@ class GatewayServer(LanguageServer):
         if not self._watch_config or self._watcher is not None:
             return
         self._watcher = ConfigWatcher(
-            self.settings.effective.source, self.on_file_config, self.report_config_error
+            self.settings.effective.source,
+            self.on_file_config,
+            self.report_config_error,
+            loaded=self.settings.file_config,
         )
         await self._watcher.start()
 

@@ -313,10 +313,15 @@ class Router:
         latency_ms = (time.monotonic() - started) * 1000
         reason, rider_reason = reasons
         if winner is not None and winner.endpoint is not candidates[0]:
-            if rider_reason is not None and winner.endpoint is candidates[1]:
+            primary_failed = any(
+                a.endpoint is candidates[0] and a.error is not None for a in outcome.attempts
+            )
+            if primary_failed or not winner.hedge:
+                reason = "fallback"  # it answered because the primary could not
+            elif rider_reason is not None and winner.endpoint is candidates[1]:
                 reason = rider_reason
             else:
-                reason = "hedge-win" if winner.hedge else "fallback"
+                reason = "hedge-win"
         if winner is not None:
             self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None

@@ -28,6 +28,9 @@ from tests.support.report import ServerLog, ServerMemory, report_scenario
 DEADLINE_MS = 3000
 MARGIN_S = 3.0  # generous: the machine is shared, the contract is "no later than the deadline"
 FAULTY_TIMEOUT_MS = 600  # below the slow drip's one byte a second, below the hedge delay
+# Slower than the faulty endpoint takes to fail: the backup may be asked beside it (an
+# exploration), yet the fault is always met before the backup's answer ends the race.
+BACKUP_LATENCY_S = 1.0
 ROUTING = (
     f"[routing]\ninline_deadline_ms = {DEADLINE_MS}\nhedge_after_ms = 2500\n"
     "max_hedge_ratio = 1.0\n\n[local]\nenabled = false\n"
@@ -85,8 +88,8 @@ async def switch_endpoints(client: LanguageClient, config: Path, entries: list[s
     ]
     config.write_text(ROUTING + "".join(entries), encoding="utf-8")
     deadline = time.monotonic() + 15
-    while [e["name"] for e in (await status(client))["endpoints"]] != names:
-        assert time.monotonic() < deadline, f"the server never switched to {names}"
+    while (shown := [e["name"] for e in (await status(client))["endpoints"]]) != names:
+        assert time.monotonic() < deadline, f"the server never switched to {names}: {shown}"
         await asyncio.sleep(0.1)
 
 
@@ -133,7 +136,9 @@ async def test_every_fault_is_survived_within_the_deadline(
     log = ServerLog(capfd)
     with (
         FakeLLMServer(Behaviour(text=FAULTY_TEXT), name="faulty") as faulty,
-        FakeLLMServer(Behaviour(text=BACKUP_TEXT + "\n"), name="backup") as backup,
+        FakeLLMServer(
+            Behaviour(text=BACKUP_TEXT + "\n", latency_s=BACKUP_LATENCY_S), name="backup"
+        ) as backup,
     ):
         async with lsp_session(tmp_path, config_text=ROUTING) as client:
             log.follow(client)
@@ -179,8 +184,9 @@ async def test_every_fault_is_survived_within_the_deadline(
 
                 await check_health(client, name, fault)
                 assert await log.wait_for(f"{name}: "), f"{fault.slug}: nothing logged"
-                (line,) = log.lines_with(f"{name}: ")
-                assert any(f"{name}: {kind}: " in line for kind in fault.kinds), line
+                # Once per failed attempt: exploration may ask a failing endpoint again.
+                for line in log.lines_with(f"{name}: "):
+                    assert any(f"{name}: {kind}: " in line for kind in fault.kinds), line
 
             assert "Traceback" not in log.text
             report_scenario(
@@ -201,6 +207,12 @@ async def check_health(client: LanguageClient, name: str, fault: Fault) -> None:
     if fault.retry_after is not None:
         assert faulty["health"] == "open" and faulty["retry_in_s"] > 0, faulty
     assert endpoints[f"backup-{name}"]["wins"] >= 1
-    decision = next(d for d in report["decisions"] if d["endpoint"] == f"backup-{name}")
-    assert decision["reason"] == "fallback"
-    assert any(f"{name}: {kind}" in (decision["detail"] or "") for kind in fault.kinds), decision
+    # The backup may also have answered as an exploration; where it answered because the
+    # faulty endpoint failed, the decision says so and names the failure.
+    fallbacks = [
+        d
+        for d in report["decisions"]
+        if d["endpoint"] == f"backup-{name}"
+        and any(f"{name}: {kind}" in (d["detail"] or "") for kind in fault.kinds)
+    ]
+    assert any(d["reason"] == "fallback" for d in fallbacks), report["decisions"]
