@@ -68,10 +68,10 @@ def llama_server(
             process.wait()
 
 
-def llama_endpoint(root: str, roles: str = '["inline", "refactor"]') -> str:
+def llama_endpoint(root: str, roles: str = '["inline", "refactor"]', max_tokens: int = 8) -> str:
     return (
         f'[[endpoints]]\nname = "llama"\nkind = "llamacpp"\nbase_url = "{root}"\n'
-        f'model = "gemma"\nroles = {roles}\nmax_tokens = 8\ntimeout_ms = 60000\n'
+        f'model = "gemma"\nroles = {roles}\nmax_tokens = {max_tokens}\ntimeout_ms = 60000\n'
     )
 
 
@@ -115,17 +115,15 @@ def test_gateway_with_the_openai_client(tmp_path: Path, llama_server: str) -> No
             client.completions.create(model="gemma", prompt="x")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the refactor path asks for 4,096 tokens whatever the endpoint's max_tokens, so a "
-    "real llama.cpp server generates until the refactor deadline",
-)
-async def test_refactor_is_applied(tmp_path: Path, llama_server: str) -> None:
-    """The real model's answer goes through the refactor flow to a `workspace/applyEdit`."""
+async def test_refactor_is_answered_within_its_bounds(tmp_path: Path, llama_server: str) -> None:
+    """The real model's answer goes through the refactor flow, bounded by the endpoint's
+    max_tokens rather than the deadline. The bundled 270M model gives the selection back
+    unchanged or rambles to its cap; an answer that changes it arrives as one
+    `workspace/applyEdit`."""
     config = (
         "[routing]\nrefactor_deadline_ms = 30000\n"
         + LOCAL_OFF
-        + llama_endpoint(llama_server, '["refactor"]')
+        + llama_endpoint(llama_server, '["refactor"]', max_tokens=256)
     )
     text = "def double(x):\n    result = x * 2\n    return result\n"
     async with lsp_session(tmp_path, config_text=config) as client:
@@ -140,5 +138,9 @@ async def test_refactor_is_applied(tmp_path: Path, llama_server: str) -> None:
             ),
             180,
         )
-    assert result["applied"] is True, result
-    assert len(applied) == 1
+    if result["applied"]:
+        assert result["endpoint"] == "llama" and len(applied) == 1, result
+    else:  # given back unchanged, or cut at max_tokens: said at once, and nothing changed
+        assert not applied, result
+        assert result.get("endpoint") == "llama" or result["error"].startswith("llama "), result
+        assert "deadline" not in result["error"], result
