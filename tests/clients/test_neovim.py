@@ -134,18 +134,28 @@ def buffer_text(editor: Any) -> str:
     return "\n".join(editor.current.buffer[:])
 
 
+@contextlib.contextmanager
+def one_core_busy() -> Iterator[None]:
+    """A build running beside the editor: one process spinning on a core."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 @pytest.mark.model
 def test_ghost_text_from_the_bundled_model_appears_and_is_accepted(
     tmp_path: Path, bundled_model_path: Path
 ) -> None:
-    """The main job: the shipped offline example, the bundled model, Neovim's own ghost text.
-
-    The budget is widened here because this asserts the behaviour, not the speed, on machines
-    shared by many test runs; bench/bench_local.py measures the speed with a core busy."""
+    """The main job: the shipped offline example unchanged (its 1500 ms local budget), the
+    bundled model, Neovim's own ghost text, with one core busy. A keystroke whose suggestion
+    misses the budget shows nothing, so the word is retyped once, as a person would."""
     config = tmp_path / "offline.toml"
     shipped = OFFLINE_EXAMPLE.read_text()
     assert "deadline_ms = 1500" in shipped
-    config.write_text(shipped.replace("deadline_ms = 1500", "deadline_ms = 30000"))
+    config.write_text(shipped)
     source = tmp_path / "shapes.py"
     source.write_text("def area_of_square(side):\n    \n")
     with neovim(tmp_path, config) as editor:
@@ -155,11 +165,20 @@ def test_ghost_text_from_the_bundled_model_appears_and_is_accepted(
             MODEL_S,
             "the local model to load (it starts at connect)",
         )
-        editor.input("2GA")  # insert mode at the end of the empty body line
-        editor.input("return")
-        ghost = wait_for(lambda: lua(editor, "return gateway_test.ghost_text()"), 60, "ghost text")
-        assert ghost.strip()
-        assert lua(editor, "return vim.lsp.inline_completion.get()") is True
+        with one_core_busy():
+            editor.input("2GA")  # insert mode at the end of the empty body line
+            editor.input("return")
+            ghost = ""
+            for attempt in range(2):
+                if attempt:
+                    editor.input("<BS>n")  # retype the last letter: a new request
+                with contextlib.suppress(AssertionError):
+                    ghost = wait_for(
+                        lambda: lua(editor, "return gateway_test.ghost_text()"), 8, "ghost text"
+                    )
+                    break
+            assert ghost.strip(), "no ghost text within the shipped budget, twice"
+            assert lua(editor, "return vim.lsp.inline_completion.get()") is True
         wait_for(lambda: len(editor.current.buffer[1]) > len("    return"), 10, "the accepted text")
         line = editor.current.buffer[1]
         assert line.startswith("    return") and len(line.strip()) > len("return")
