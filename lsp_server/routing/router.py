@@ -414,6 +414,22 @@ class Router:
         """Where to tell what `endpoint` did; the local model is this process's own business."""
         return None if endpoint.is_local else self.shared
 
+    def record_cache_hit(self, endpoint: str | None, uri: str | None) -> None:
+        """A suggestion served again from the completion cache is a decision too, so the
+        status names what the editor shows rather than the request before it."""
+        self.decisions.add(
+            Decision(
+                time=now_iso(),
+                kind="inline",
+                endpoint=endpoint,
+                reason="cache",
+                latency_ms=0.0,
+                tokens=0,
+                cost_usd=0.0,
+                uri=uri,
+            )
+        )
+
     def _record_empty(self, kind: str, reason: str, started: float, uri: str | None) -> Routed:
         latency_ms = (time.monotonic() - started) * 1000
         detail = "no endpoint available"

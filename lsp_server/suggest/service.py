@@ -43,6 +43,7 @@ class SuggestionService:
         )
         cached = self.cache.get(uri, request.prefix, request.suffix) if pinned is None else None
         if cached is not None and (local_only is None or cached.source == LOCAL_NAME):
+            self.router.record_cache_hit(cached.source, uri)
             return Suggestion(cached.text, cached.source, "cache", 0.0, from_cache=True)
         routed = await self.router.inline(request, uri=uri, local_only=local_only, pinned=pinned)
         text_out = clean_suggestion(routed.text, request)

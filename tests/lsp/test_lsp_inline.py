@@ -128,6 +128,11 @@ async def test_typing_into_a_suggestion_is_served_from_the_cache(tmp_path: Path)
             result = await inline_completion(client, uri, 1, 7)
             assert result is not None and result.items[0].insert_text == "urn a + b"
             assert len(completion_bodies(endpoint)) == sent
+            status = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="gatewayLs.status")
+            )
+            last = status["decisions"][-1]  # what the editor shows now, for its status bar
+            assert (last["endpoint"], last["reason"], last["uri"]) == ("fast", "cache", uri)
 
 
 async def test_cancel_request_stops_the_backend_call(tmp_path: Path) -> None:
