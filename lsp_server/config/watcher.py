@@ -71,7 +71,10 @@ class ConfigWatcher:
     async def start(self) -> None:
         if self._task is not None:
             return
-        self._last_seen = None if self._changed_since_loaded() else self._signature()
+        # The signature before the read: a write landing between the two is then seen as a
+        # change by the first poll, never taken for the state already in force.
+        signature = self._signature()
+        self._last_seen = None if self._changed_since_loaded() else signature
         self._task = asyncio.create_task(self._run(), name=f"config-watch {self._path}")
 
     def _changed_since_loaded(self) -> bool:
@@ -145,8 +148,9 @@ class ConfigWatcher:
         text = read_config_text(self._path)
         for _ in range(_SETTLE_ROUNDS):
             await asyncio.sleep(self._settle_s)
+            signature = self._signature()  # before the read, as in `start`
             again = read_config_text(self._path)
-            self._last_seen = self._signature()
+            self._last_seen = signature
             if again == text:
                 return text
             text = again

@@ -188,3 +188,42 @@ async def test_path_turned_into_a_directory_is_reported_once(
     write(config_path, deadline(650))
     await recorder.wait_for(lambda: len(recorder.changes) == 1)
     assert recorder.changes[0].routing.inline_deadline_ms == 650
+
+
+@pytest.mark.parametrize("read_number", [1, 3], ids=["at-start", "while-settling"])
+async def test_a_write_landing_just_after_a_read_is_still_applied(
+    config_path: Path, recorder: Recorder, monkeypatch: pytest.MonkeyPatch, read_number: int
+) -> None:
+    """The save lands between the watcher's read and its stat: the stat must not stand for
+    the text read before it, or the save is never seen (the file then never changes again)."""
+    from lsp_server.config import watcher as watcher_module
+
+    real_read = watcher_module.read_config_text
+    reads = 0
+
+    def read_then_save(path: Path) -> str:
+        nonlocal reads
+        text = real_read(path)
+        reads += 1
+        if reads == read_number:
+            write(config_path, deadline(700))
+        return text
+
+    loaded = load_config_file(config_path)
+    if read_number == 3:  # a first save starts the poll whose settling read meets the second
+        write(config_path, deadline(600))
+    monkeypatch.setattr(watcher_module, "read_config_text", read_then_save)
+    watch = ConfigWatcher(
+        config_path,
+        recorder.changes.append,
+        recorder.errors.append,
+        loaded=loaded,
+        interval_s=INTERVAL_S,
+        settle_s=0.05,
+    )
+    async with running(watch):
+        await recorder.wait_for(
+            lambda: any(c.routing.inline_deadline_ms == 700 for c in recorder.changes)
+        )
+    assert recorder.changes[-1].routing.inline_deadline_ms == 700
+    assert recorder.errors == []
