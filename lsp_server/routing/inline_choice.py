@@ -111,9 +111,12 @@ class InlineChooser:
     def _order_backups(
         self, ranked: list[Endpoint], prior_ms: Callable[[Endpoint], float], tokens: float
     ) -> tuple[list[Endpoint], Endpoint | None]:
-        """The endpoints after the primary in the order of one Thompson draw each, so a hedge
-        explores too; and the first of them when it is worth asking beside the primary (not
-        asked enough yet, or its draw beat the primary's)."""
+        """The endpoints after the primary, and the one worth asking beside it (not asked
+        enough yet, or its Thompson draw beat the primary's), which then comes first.
+
+        The rest stay in ranked order: a hedge against a straggler goes to the best estimate,
+        not to a draw, since the hedge is the tail and an exploring hedge to a slow endpoint
+        is what makes the p99."""
         primary, rest = ranked[0], ranked[1:]
         remotes = [e for e in rest if not e.is_local]  # the local model costs CPU: no rider
         if not remotes:
@@ -123,11 +126,10 @@ class InlineChooser:
             explored = [e for e in rest if e not in unexplored]
             return [*unexplored, *explored], unexplored[0]
         draws = {id(e): self._draw(e, prior_ms, tokens) for e in remotes}
-        remotes.sort(key=lambda e: draws[id(e)])
-        backups = remotes + [e for e in rest if e.is_local]
-        if draws[id(remotes[0])] < self._draw(primary, prior_ms, tokens):
-            return backups, remotes[0]
-        return backups, None
+        favourite = min(remotes, key=lambda e: draws[id(e)])
+        if draws[id(favourite)] < self._draw(primary, prior_ms, tokens):
+            return [favourite, *(e for e in rest if e is not favourite)], favourite
+        return rest, None
 
     def _draw(
         self, endpoint: Endpoint, prior_ms: Callable[[Endpoint], float], tokens: float

@@ -1,8 +1,9 @@
 """One keystroke-level request raced across endpoints: hedging, fallback and the deadline.
 
 The primary starts at once (with one more endpoint beside it when the router asks: an
-exploration or a probe, counted as a hedge). If it has produced no token after `hedge_after_ms`
-(and the hedge budget allows), the next candidate starts too; a failure starts the next
+exploration or a probe, counted as a hedge). If nothing has produced a token after
+`hedge_after_ms` (and the hedge budget allows), the next candidate starts too, rider or not; a
+failure starts the next
 candidate at once. The first usable answer wins and every other attempt is cancelled, which
 closes its HTTP stream or stops local generation. At the deadline the request returns what it
 has, never late text.
@@ -79,7 +80,8 @@ class InlineRace:
         self._may_hedge = may_hedge
         self._parallel = parallel
         self._attempts: list[Attempt] = []
-        self._hedged = False
+        self._hedged = False  # another endpoint was asked: a rider, or a hedge against slowness
+        self._straggler_hedged = False
         self._wake = asyncio.Event()
         cursor_line = request.prefix[request.prefix.rfind("\n") + 1 :]
         self._indent = len(cursor_line) - len(cursor_line.lstrip())
@@ -110,10 +112,11 @@ class InlineRace:
                 if now >= deadline:
                     return self._outcome(None, _usable_partial(running), timed_out=True)
                 if self._should_hedge(now, hedge_at, running):
-                    self._hedged = self._launch(hedge=True)
+                    self._straggler_hedged = self._launch(hedge=True)
+                    self._hedged = self._hedged or self._straggler_hedged
                     continue
                 wake_at = deadline
-                if self._may_hedge and not self._hedged and now < hedge_at:
+                if self._may_hedge and not self._straggler_hedged and now < hedge_at:
                     wake_at = min(wake_at, hedge_at)
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -122,7 +125,9 @@ class InlineRace:
             await self._cancel_running()
 
     def _should_hedge(self, now: float, hedge_at: float, running: list[Attempt]) -> bool:
-        if not self._may_hedge or self._hedged or now < hedge_at or not self._queue:
+        """Once, when nothing running has a first token by `hedge_at`: a rider asked from the
+        start is no hedge against the primary straggling (both may be slow)."""
+        if not self._may_hedge or self._straggler_hedged or now < hedge_at or not self._queue:
             return False
         return all(a.first_token_at is None for a in running)
 

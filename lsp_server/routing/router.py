@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
 SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
-STRAGGLER_SHARE = 0.75  # of the hedge budget, for stragglers; explorations may use the rest
+EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for riders (explorations and probes)
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
@@ -94,6 +94,7 @@ class Router:
         self.decisions = DecisionLog()
         self.inline_requests = 0
         self.hedged_requests = 0
+        self.ridden_requests = 0  # the hedged requests that had a rider from the start
         self.shared: SharedState | None = None
         self._chooser = InlineChooser()
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
@@ -196,6 +197,8 @@ class Router:
         outcome = await race.run()
         if outcome.hedged:
             self.hedged_requests += 1
+        if parallel > 1:
+            self.ridden_requests += 1
         if self.shared is not None:
             self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
@@ -271,19 +274,19 @@ class Router:
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
     def _ride_budget_left(self) -> bool:
-        """Explorations may use the whole hedge budget (`max_hedge_ratio`)…"""
+        """Riders (explorations, probes) may use a share of the hedge budget (`max_hedge_ratio`)
+        and only what stragglers have left of it…"""
         ratio = self.config.routing.max_hedge_ratio
         if ratio <= 0:
             return False
-        inline, hedged = self._request_counts()
-        return hedged < ratio * inline + HEDGE_BURST
+        share = EXPLORATION_SHARE * ratio * self.inline_requests + HEDGE_BURST
+        return self.ridden_requests < share and self._hedge_budget_left()
 
     def _hedge_budget_left(self) -> bool:
-        """…and hedges against stragglers most of it: the rest stays for learning, which is
-        what keeps the primary the right one."""
+        """…while hedges against stragglers may use all of it: the tail is what the user
+        sees, and a rider spent on learning must never leave a straggler unhedged."""
         inline, hedged = self._request_counts()
-        allowance = STRAGGLER_SHARE * self.config.routing.max_hedge_ratio * inline
-        return hedged < allowance + HEDGE_BURST
+        return hedged < self.config.routing.max_hedge_ratio * inline + HEDGE_BURST
 
     def _request_counts(self) -> tuple[int, int]:
         """Inline and hedged requests so far, of every gateway that shares state: the hedge

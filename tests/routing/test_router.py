@@ -8,6 +8,8 @@ hung endpoint, 500s, 429 with Retry-After, deadlines, cancellation) runs against
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -26,6 +28,7 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
+from lsp_server.routing.inline_choice import InlineChooser
 from lsp_server.routing.router import HEDGE_BURST, Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
@@ -199,6 +202,52 @@ async def test_the_hedge_budget_bounds_hedges_to_the_configured_ratio() -> None:
     assert router.hedged_requests <= allowance + 1
     assert router.hedged_requests >= ratio * total * 0.8
     assert router.status()["hedged_requests"] == router.hedged_requests
+    await router.aclose()
+
+
+class ScriptedDraws(random.Random):
+    """Thompson draws that come out as scripted latencies (ms), in the order they are drawn."""
+
+    def __init__(self, latencies_ms: list[float]) -> None:
+        super().__init__(0)
+        self._latencies = list(latencies_ms)
+
+    def gauss(self, mu: float = 0.0, sigma: float = 1.0) -> float:
+        return math.log(self._latencies.pop(0))
+
+
+async def test_a_straggler_is_hedged_to_the_best_ranked_backup_not_to_a_draw() -> None:
+    calls: list[str] = []
+    backends = [
+        StandIn("fast", calls, delay=lambda request: 0.5),  # this request straggles
+        StandIn("mid", calls),
+        StandIn("slow", calls, delay=lambda request: 0.3),
+    ]
+    router = stand_in_router(backends, hedge_after_ms=20)
+    for name, ms in (("fast", 20.0), ("mid", 40.0), ("slow", 400.0)):
+        for _ in range(20):
+            router.pool.remotes[name].stats.record_success(
+                first_token_ms=None, total_ms=ms, tokens=1, won=True
+            )
+    # The draws favour "slow" over "mid", but not over the primary: no exploration.
+    router._chooser = InlineChooser(rng=ScriptedDraws([900.0, 50.0, 10.0]))
+    routed = await router.inline(REQUEST)
+    assert calls == ["fast", "mid"]
+    assert (routed.endpoint, routed.reason) == ("mid", "hedge-win")
+    await router.aclose()
+
+
+async def test_a_rider_does_not_stand_in_for_the_hedge_against_a_straggling_primary() -> None:
+    calls: list[str] = []
+    backends = [
+        StandIn("first", calls, delay=lambda request: 0.5),
+        StandIn("second", calls, delay=lambda request: 0.5),  # rides along: not measured yet
+        StandIn("third", calls),
+    ]
+    router = stand_in_router(backends, hedge_after_ms=20)
+    routed = await router.inline(REQUEST)
+    assert calls == ["first", "second", "third"]
+    assert routed.endpoint == "third"
     await router.aclose()
 
 
