@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-python test-vscode lint redis-server nvim bench clean
+.PHONY: setup demo test test-python test-vscode lint redis-server nvim emacs bench clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,7 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint redis-server nvim
+test-python: setup lint redis-server nvim emacs
 	$(BIN)/pytest
 
 # The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
@@ -44,6 +44,24 @@ redis-server:
 # Neovim 0.12 for the real-editor tests (tests/clients/test_neovim.py), into .tools/.
 nvim:
 	./scripts/install-nvim.sh
+
+# Emacs and its LSP client eglot for the real-editor test (tests/clients/test_emacs_eglot.py):
+# Debian's emacs-nox (about 45 MB to download), and elpa-eglot where that Emacs does not bundle
+# eglot (before 29); installed when missing, as root or through sudo.
+EMACS_HAS_EGLOT := emacs --batch --eval "(progn (package-activate-all) (require 'eglot))"
+
+emacs:
+	@if ! $(EMACS_HAS_EGLOT) >/dev/null 2>&1; then \
+		if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+		apt_install() { \
+			echo "installing $$* (Debian packages) for the Emacs test" >&2; \
+			$$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "$$@" \
+			|| { $$sudo apt-get -o DPkg::Lock::Timeout=600 update \
+			&& $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "$$@"; }; \
+		}; \
+		command -v emacs >/dev/null 2>&1 || apt_install emacs-nox || exit 1; \
+		$(EMACS_HAS_EGLOT) >/dev/null 2>&1 || apt_install elpa-eglot || exit 1; \
+	fi
 
 lint: setup
 	$(BIN)/ruff check .

@@ -349,6 +349,14 @@ def _client_supports_progress(server: LanguageServer) -> bool:
     return bool(window and window.work_done_progress)
 
 
+def _client_expands_snippets(server: LanguageServer) -> bool:
+    try:
+        item = server.client_capabilities.text_document.completion.completion_item  # type: ignore[union-attr]
+    except AttributeError:  # a capability left out
+        return False
+    return bool(item and item.snippet_support)
+
+
 def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
     """The open document for `uri`; pygls keys them by the percent-decoded URI."""
     return ls.workspace.text_documents.get(unquote(uri))
@@ -439,7 +447,12 @@ def register_features(server: GatewayServer) -> None:
             return types.CompletionList(is_incomplete=True, items=[])
         document, suggestion = found
         return types.CompletionList(
-            is_incomplete=True, items=[_completion_item(document, params.position, suggestion)]
+            is_incomplete=True,
+            items=[
+                _completion_item(
+                    document, params.position, suggestion, snippets=_client_expands_snippets(ls)
+                )
+            ],
         )
 
     @server.feature(
@@ -650,15 +663,17 @@ class RefactorProgress:
 
 
 def _completion_item(
-    document: TextDocument, position: types.Position, suggestion: Suggestion
+    document: TextDocument, position: types.Position, suggestion: Suggestion, *, snippets: bool
 ) -> types.CompletionItem:
     """The suggestion as a completion item that replaces the word being typed, so clients
     that filter by word (Zed, Neovim) keep showing it while the person types on.
 
-    One line goes as plain text. Several lines go as a snippet with every snippet character
-    escaped (the text is inserted as is): clients insert only the first line of a plain-text
-    item (Neovim 0.12 does), while a snippet is inserted whole, its later lines indented
-    relative to the line it starts on."""
+    One line goes as plain text. Several lines go, to a client that expands snippets, as a
+    snippet with every snippet character escaped (the text is inserted as is): such clients
+    insert only the first line of a plain-text item (Neovim 0.12 does), while a snippet is
+    inserted whole, its later lines indented relative to the line it starts on. A client that
+    declares no snippet support (eglot without yasnippet) would insert the escapes too, so it
+    gets plain text with its own indentation, which it inserts whole."""
     cursor = offset_at(document, position)
     line_start = document.source.rfind("\n", 0, cursor) + 1
     word = _WORD_AT_END.search(document.source, line_start, cursor)
@@ -672,6 +687,7 @@ def _completion_item(
     if not suggestion.from_cache:
         detail += f" · {suggestion.latency_ms:.0f} ms"
     multiline = "\n" in new_text
+    as_snippet = multiline and snippets
     line_text = document.source[line_start:cursor]
     indent = line_text[: len(line_text) - len(line_text.lstrip())]
     return types.CompletionItem(
@@ -685,14 +701,20 @@ def _completion_item(
         sort_text="0",
         preselect=True,
         insert_text_format=(
-            types.InsertTextFormat.Snippet if multiline else types.InsertTextFormat.PlainText
+            types.InsertTextFormat.Snippet if as_snippet else types.InsertTextFormat.PlainText
         ),
-        insert_text_mode=types.InsertTextMode.AdjustIndentation if multiline else None,
+        insert_text_mode=_indentation_mode(multiline=multiline, as_snippet=as_snippet),
         text_edit=types.TextEdit(
             range=types.Range(start=start, end=position),
-            new_text=_snippet_literal(_relative_to(indent, new_text)) if multiline else new_text,
+            new_text=_snippet_literal(_relative_to(indent, new_text)) if as_snippet else new_text,
         ),
     )
+
+
+def _indentation_mode(*, multiline: bool, as_snippet: bool) -> types.InsertTextMode | None:
+    if not multiline:
+        return None
+    return types.InsertTextMode.AdjustIndentation if as_snippet else types.InsertTextMode.AsIs
 
 
 def _relative_to(indent: str, text: str) -> str:

@@ -18,6 +18,7 @@ from tests.support.lsp_session import (
     insert_text,
     lsp_session,
     open_document,
+    vscode_capabilities,
 )
 
 LOCAL_OFF = "[local]\nenabled = false\n"
@@ -226,6 +227,33 @@ async def test_a_multi_line_completion_item_is_a_snippet_that_inserts_the_text_a
             # Later lines relative to the line's indentation, which the client adds back.
             assert item.insert_text_mode == types.InsertTextMode.AdjustIndentation
             assert item.text_edit.new_text == "x = {'\\$a': 1\\}\nreturn x"
+
+
+async def test_a_client_without_snippets_gets_the_multi_line_item_as_plain_text(
+    tmp_path: Path,
+) -> None:
+    """eglot without yasnippet declares no snippet support and inserts the edit's text as it is,
+    escapes included, without adding indentation back."""
+    capabilities = vscode_capabilities()
+    item_capabilities = capabilities.text_document.completion.completion_item
+    item_capabilities.snippet_support = False
+    with FakeLLMServer(Behaviour(text="x = {'$a': 1}\n    return x\n")) as endpoint:
+        config = config_for(("fast", endpoint))
+        async with lsp_session(tmp_path, config_text=config, capabilities=capabilities) as client:
+            uri = (tmp_path / "m.py").as_uri()
+            open_document(client, uri, "def f():\n    \n")
+            result = await client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=1, character=4),
+                )
+            )
+            assert isinstance(result, types.CompletionList) and result.items
+            item = result.items[0]
+            assert item.insert_text_format == types.InsertTextFormat.PlainText
+            assert item.insert_text_mode == types.InsertTextMode.AsIs
+            assert isinstance(item.text_edit, types.TextEdit)
+            assert item.text_edit.new_text == "x = {'$a': 1}\n    return x"
 
 
 async def test_bad_positions_and_documents_never_crash_the_server(tmp_path: Path) -> None:

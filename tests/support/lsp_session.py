@@ -45,7 +45,10 @@ async def lsp_session(
     initialization_options: Any = None,
     env: Mapping[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
+    capabilities: types.ClientCapabilities | None = None,
 ) -> AsyncIterator[LanguageClient]:
+    """The server started over stdio and initialized by a client with `capabilities`
+    (VS Code's by default)."""
     args = [sys.executable, "-m", "lsp_server", "serve", *extra_args]
     if config_text is not None:
         config_path = tmp_path / "config.toml"
@@ -56,7 +59,7 @@ async def lsp_session(
     assert isinstance(client, LanguageClient)
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=vscode_capabilities(),
+            capabilities=capabilities or vscode_capabilities(),
             initialization_options=initialization_options,
             root_uri=tmp_path.as_uri(),
         )
