@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.real_tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = Path(__file__).with_name("emacs") / "eglot-session.el"
@@ -36,10 +35,7 @@ def emacs_binary() -> str:
         )
         if probe.returncode == 0:
             return binary
-    message = "Emacs with eglot is not installed: `make emacs` installs it (Debian packages)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    tool_missing("Emacs with eglot is not installed: `make emacs` installs it (Debian packages)")
 
 
 def run_eglot_session(

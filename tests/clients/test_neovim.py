@@ -25,6 +25,7 @@ import pytest
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")
 
@@ -46,7 +47,7 @@ def neovim_binary() -> str:
         match = re.match(r"NVIM v0\.(\d+)", version)
         if match and int(match.group(1)) >= 12:
             return str(candidate)
-    pytest.skip("Neovim 0.12 is not installed: `make nvim` (scripts/install-nvim.sh) installs it")
+    tool_missing("Neovim 0.12 is not installed: `make nvim` (scripts/install-nvim.sh) installs it")
 
 
 def wait_for(probe: Callable[[], T], timeout_s: float, what: str) -> T:
