@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.lsp_session import one_endpoint_config, server_env
 from tests.support.real_tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,11 +71,7 @@ def run_eglot_session(
 def test_a_completion_item_inserts_the_whole_suggestion(tmp_path: Path) -> None:
     suggestion = "tal = a + b\n    return {'sum': total, 'cost': f\"${total}\"}\n"
     with FakeLLMServer(Behaviour(text=suggestion)) as endpoint:
-        config = tmp_path / "config.toml"
-        config.write_text(
-            "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
-            "[local]\nenabled = false\n" + endpoint_toml("fast", endpoint.base_url)
-        )
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
         source = tmp_path / "calc.py"
         source.write_text("def add(a, b):\n    \n")
         session = run_eglot_session(tmp_path, config, source, line=2, typed="to")

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.lsp_session import endpoint_toml, one_endpoint_config, server_env
 from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")
@@ -190,11 +190,7 @@ def test_ghost_text_from_the_bundled_model_appears_and_is_accepted(
 def test_a_completion_item_inserts_the_whole_suggestion(tmp_path: Path) -> None:
     suggestion = "tal = a + b\n    return {'sum': total}\n"
     with FakeLLMServer(Behaviour(text=suggestion)) as endpoint:
-        config = tmp_path / "config.toml"
-        config.write_text(
-            "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
-            "[local]\nenabled = false\n" + endpoint_toml("fast", endpoint.base_url)
-        )
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
         source = tmp_path / "calc.py"
         source.write_text("def add(a, b):\n    \n")
         with neovim(tmp_path, config) as editor:

@@ -205,38 +205,10 @@ async def test_completion_and_inline_completion_do_not_supersede_each_other(
             assert listed.items[0].text_edit.new_text == "a + b"
 
 
-async def test_a_multi_line_completion_item_is_a_snippet_that_inserts_the_text_as_is(
-    tmp_path: Path,
-) -> None:
-    text = "x = {'$a': 1}\n    return x\n"
-    with FakeLLMServer(Behaviour(text=text)) as endpoint:
-        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
-            uri = (tmp_path / "m.py").as_uri()
-            open_document(client, uri, "def f():\n    \n")
-            result = await client.text_document_completion_async(
-                types.CompletionParams(
-                    text_document=types.TextDocumentIdentifier(uri=uri),
-                    position=types.Position(line=1, character=4),
-                )
-            )
-            assert isinstance(result, types.CompletionList) and result.items
-            item = result.items[0]
-            assert item.kind == types.CompletionItemKind.Text
-            assert item.insert_text_format == types.InsertTextFormat.Snippet
-            assert isinstance(item.text_edit, types.TextEdit)
-            # Later lines relative to the line's indentation, which the client adds back.
-            assert item.insert_text_mode == types.InsertTextMode.AdjustIndentation
-            assert item.text_edit.new_text == "x = {'\\$a': 1\\}\nreturn x"
-
-
-async def test_a_client_without_snippets_gets_the_multi_line_item_as_plain_text(
-    tmp_path: Path,
-) -> None:
-    """eglot without yasnippet declares no snippet support and inserts the edit's text as it is,
-    escapes included, without adding indentation back."""
-    capabilities = vscode_capabilities()
-    item_capabilities = capabilities.text_document.completion.completion_item
-    item_capabilities.snippet_support = False
+async def multi_line_item(
+    tmp_path: Path, capabilities: types.ClientCapabilities | None = None
+) -> types.CompletionItem:
+    """The completion item for a two-line suggestion with snippet characters in it."""
     with FakeLLMServer(Behaviour(text="x = {'$a': 1}\n    return x\n")) as endpoint:
         config = config_for(("fast", endpoint))
         async with lsp_session(tmp_path, config_text=config, capabilities=capabilities) as client:
@@ -248,12 +220,35 @@ async def test_a_client_without_snippets_gets_the_multi_line_item_as_plain_text(
                     position=types.Position(line=1, character=4),
                 )
             )
-            assert isinstance(result, types.CompletionList) and result.items
-            item = result.items[0]
-            assert item.insert_text_format == types.InsertTextFormat.PlainText
-            assert item.insert_text_mode == types.InsertTextMode.AsIs
-            assert isinstance(item.text_edit, types.TextEdit)
-            assert item.text_edit.new_text == "x = {'$a': 1}\n    return x"
+    assert isinstance(result, types.CompletionList) and result.items
+    return result.items[0]
+
+
+async def test_a_multi_line_completion_item_is_a_snippet_that_inserts_the_text_as_is(
+    tmp_path: Path,
+) -> None:
+    item = await multi_line_item(tmp_path)
+    assert item.kind == types.CompletionItemKind.Text
+    assert item.insert_text_format == types.InsertTextFormat.Snippet
+    assert isinstance(item.text_edit, types.TextEdit)
+    # Later lines relative to the line's indentation, which the client adds back.
+    assert item.insert_text_mode == types.InsertTextMode.AdjustIndentation
+    assert item.text_edit.new_text == "x = {'\\$a': 1\\}\nreturn x"
+
+
+async def test_a_client_without_snippets_gets_the_multi_line_item_as_plain_text(
+    tmp_path: Path,
+) -> None:
+    """eglot without yasnippet declares no snippet support and inserts the edit's text as it is,
+    escapes included, without adding indentation back."""
+    capabilities = vscode_capabilities()
+    item_capabilities = capabilities.text_document.completion.completion_item
+    item_capabilities.snippet_support = False
+    item = await multi_line_item(tmp_path, capabilities)
+    assert item.insert_text_format == types.InsertTextFormat.PlainText
+    assert item.insert_text_mode == types.InsertTextMode.AsIs
+    assert isinstance(item.text_edit, types.TextEdit)
+    assert item.text_edit.new_text == "x = {'$a': 1}\n    return x"
 
 
 async def test_bad_positions_and_documents_never_crash_the_server(tmp_path: Path) -> None:

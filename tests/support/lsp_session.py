@@ -107,6 +107,17 @@ def endpoint_toml(
     )
 
 
+def one_endpoint_config(directory: Path, base_url: str) -> Path:
+    """A config file with one remote endpoint, "fast", at `base_url`: generous deadlines, the
+    local model off, so a real editor's request is answered by that endpoint alone."""
+    config = directory / "config.toml"
+    config.write_text(
+        "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
+        "[local]\nenabled = false\n" + endpoint_toml("fast", base_url)
+    )
+    return config
+
+
 async def eventually(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
     """Poll without blocking the event loop (the client's messages keep flowing)."""
     deadline = asyncio.get_running_loop().time() + timeout_s
