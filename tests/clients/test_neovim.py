@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, one_endpoint_config, server_env
 from tests.support.real_tools import tool_missing
@@ -133,17 +134,6 @@ def status(editor: Any) -> dict[str, Any]:
 
 def buffer_text(editor: Any) -> str:
     return "\n".join(editor.current.buffer[:])
-
-
-@contextlib.contextmanager
-def one_core_busy() -> Iterator[None]:
-    """A build running beside the editor: one process spinning on a core."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 @pytest.mark.model

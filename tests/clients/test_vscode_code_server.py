@@ -1,11 +1,12 @@
 """The VS Code extension in a real VS Code: code-server in Chromium, typing in a Python file.
 
 code-server (VS Code 1.100 in the browser) gets the extension's packaged `.vsix`, user settings
-that point it at this repository's server (`<python> -m lsp_server`) and a configuration file,
-and opens a workspace with a Python file. `clients/vscode/e2e/code-server/drive.mjs` then drives
-Chromium through puppeteer-core as a user would: types, waits for the ghost text, reads the status
-bar, accepts with Tab and runs "gateway-ls: Show Routing Status" and "gateway-ls: Toggle Offline
-Mode". Screenshots go to `artifacts/`.
+that point it at this repository's server (`<python> -m lsp_server`) and, but for the newcomer's
+set-up, at a configuration file, and opens a workspace with a Python file.
+`clients/vscode/e2e/code-server/drive.mjs` then drives Chromium through puppeteer-core as a user
+would: types, waits for the ghost text, reads the status bar, accepts with Tab and runs
+"gateway-ls: Show Routing Status" and "gateway-ls: Toggle Offline Mode". Screenshots go to
+`artifacts/`.
 
 `make test-vscode` installs the pieces (scripts/install-code-server.sh) and builds the `.vsix`;
 without them these tests are skipped, naming what is missing.
@@ -13,6 +14,7 @@ without them these tests are skipped, naming what is missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +48,9 @@ ARTIFACTS = REPO / "artifacts" / "vscode"
 START_TIMEOUT_S = 120
 DRIVE_TIMEOUT_S = 300
 STEP_TIMEOUT_MS = 90_000
+MODEL_LOAD_TIMEOUT_S = 240  # the bundled model loading on a loaded machine
+# The shipped local budget is 1.5 s; the rest is VS Code's debounce and rendering on a busy machine.
+GHOST_WAIT_MS = 8_000
 
 DOCUMENT = "def add(a, b):\n    \n"
 
@@ -221,31 +227,50 @@ def base_settings(config: Path | None) -> dict[str, Any]:
     }
 
 
+class Driver:
+    """The browser driver (drive.mjs) running a plan; `report` waits for what it saw."""
+
+    def __init__(self, url: str, **plan: Any) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        full_plan = {
+            "url": url,
+            "artifacts": str(ARTIFACTS),
+            "browser": CHROMIUM,
+            "timeoutMs": STEP_TIMEOUT_MS,
+            **plan,
+        }
+        # Its stderr goes to a file beside the screenshots: a pipe nobody reads until the end
+        # could fill up.
+        self._stderr = ARTIFACTS / f"{plan.get('prefix', 'vscode')}-driver-stderr.log"
+        with self._stderr.open("w") as stderr:
+            self.process = subprocess.Popen(
+                ["node", str(DRIVER), json.dumps(full_plan)],
+                cwd=EXTENSION_DIR,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+
+    def report(self) -> dict[str, Any]:
+        """What the driver saw, failing the test with it when a step failed."""
+        try:
+            stdout, _ = self.process.communicate(timeout=DRIVE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            stdout, _ = self.process.communicate()
+        stderr = self._stderr.read_text(errors="replace")
+        lines = stdout.strip().splitlines()
+        report = json.loads(lines[-1]) if lines else {}
+        assert self.process.returncode == 0, (
+            f"{report.get('error') or stderr}\nsteps: {report.get('steps')}\n"
+            f"report: {json.dumps(report)[:2000]}\nscreenshots: {ARTIFACTS}"
+        )
+        return report
+
+
 def drive(url: str, **plan: Any) -> dict[str, Any]:
     """Runs the browser driver; returns its report, failing the test with it when a step failed."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    full_plan = {
-        "url": url,
-        "artifacts": str(ARTIFACTS),
-        "browser": CHROMIUM,
-        "timeoutMs": STEP_TIMEOUT_MS,
-        **plan,
-    }
-    completed = subprocess.run(
-        ["node", str(DRIVER), json.dumps(full_plan)],
-        cwd=EXTENSION_DIR,
-        capture_output=True,
-        text=True,
-        timeout=DRIVE_TIMEOUT_S,
-        check=False,
-    )
-    lines = completed.stdout.strip().splitlines()
-    report = json.loads(lines[-1]) if lines else {}
-    assert completed.returncode == 0, (
-        f"{report.get('error') or completed.stderr}\nsteps: {report.get('steps')}\n"
-        f"report: {json.dumps(report)[:2000]}\nscreenshots: {ARTIFACTS}"
-    )
-    return report
+    return Driver(url, **plan).report()
 
 
 def workspace_with_document(root: Path) -> Path:
@@ -308,33 +333,60 @@ def assert_no_errors_logged(code_server: CodeServer) -> None:
     assert errors == [], "\n".join(log[-40:])
 
 
+def wait_for_local_model(code_server: CodeServer, driver: Driver) -> None:
+    """Waits until the server the extension started has loaded its local model, as its progress
+    in the status bar says; reads the status the server publishes for `gateway-ls stats`."""
+    published = Path(code_server.env["XDG_STATE_HOME"]) / "gateway-ls" / "run"
+    deadline = time.monotonic() + MODEL_LOAD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if driver.process.poll() is not None:
+            driver.report()  # the driver stopped early: fails the test with what it saw
+        for path in published.glob("*.json"):
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(path.read_text()).get("local", {}).get("state") == "ready":
+                    return
+        time.sleep(0.5)
+    driver.process.kill()
+    raise AssertionError(f"the local model was not ready within {MODEL_LOAD_TIMEOUT_S} s")
+
+
 @pytest.mark.model
 def test_ghost_text_from_the_bundled_model(
     code_server: CodeServer, tmp_path: Path, bundled_model_path: Path
 ) -> None:
-    """No endpoint, no key, no network: the bundled model answers a keystroke.
+    """The main job as a newcomer meets it: the shipped defaults, one core busy.
 
-    The shipped defaults but for the local budget: a test machine running other suites is far
-    busier than a laptop, and whether 1.5 s suffice is measured in bench/, not asserted here.
+    For a VS Code newcomer the shipped defaults are no configuration file at all, not
+    `examples/offline.toml`: the README's VS Code set-up is the server and the extension ("No
+    file at all is valid: the server then runs on the bundled local model alone"), and the
+    extension sends only the settings the user set, here none but where the server is. So the
+    server gets no `--config` and finds no file in the user config dir: the local budget of
+    1500 ms (no remote endpoint, so the local model's budget), half the cores. The model loads as
+    the editor connects; once it is ready, a build starts beside the editor and the user types.
+    A keystroke whose suggestion misses the budget shows nothing, so the last character may be
+    retyped once, as in the Neovim test.
     """
-    config = tmp_path / "config.toml"
-    config.write_text("[local]\ndeadline_ms = 15000\n")
-    code_server.write_user_settings(base_settings(config))
+    code_server.write_user_settings(base_settings(None))
     url = code_server.start(workspace_with_document(tmp_path))
-
-    report = drive(
+    go = tmp_path / "model-ready"
+    driver = Driver(
         url,
         file="add.py",
         line=2,
         type="return ",
+        typeAfterFile=str(go),
+        readyWaitMs=MODEL_LOAD_TIMEOUT_S * 1000,
         ghostText="",
         # Which request the status bar names last depends on the machine's load: any of them.
         statusText="",
-        # A busy machine may still miss it once; a user types on.
         attempts=2,
-        ghostWaitMs=30_000,
+        ghostWaitMs=GHOST_WAIT_MS,
         prefix="bundled-model",
     )
+    wait_for_local_model(code_server, driver)
+    with one_core_busy():
+        go.touch()
+        report = driver.report()
 
     assert report["ghostText"].strip()
     assert "null" not in report["statusBar"]

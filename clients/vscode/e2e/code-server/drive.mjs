@@ -7,7 +7,7 @@
  *
  * Usage: node drive.mjs '<JSON plan>'; the plan's fields are documented on `Plan` below.
  */
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -19,6 +19,9 @@ import puppeteer from "puppeteer-core";
  * @property {string} file         the file to open, by name (typed into Quick Open)
  * @property {number} line         1-based line on which to type
  * @property {string} type         the text typed at the end of that line
+ * @property {string} [typeAfterFile] type only once this file exists: the caller's signal (say,
+ *                                 that the local model has loaded), waited for up to `readyWaitMs`
+ * @property {number} [readyWaitMs] wait for `typeAfterFile` (default `timeoutMs`)
  * @property {string} ghostText    text the ghost text must contain ("" for any text)
  * @property {number} [attempts]   how often to retype the last character when no ghost text
  *                                 came within `ghostWaitMs` (default 1: no retyping)
@@ -107,6 +110,18 @@ try {
   report.statusBarBefore = await statusBarText(page);
   steps.push("the server is running");
 
+  if (plan.typeAfterFile) {
+    const budget = plan.readyWaitMs ?? timeout;
+    const deadline = Date.now() + budget;
+    while (!existsSync(plan.typeAfterFile)) {
+      if (Date.now() > deadline) {
+        throw new Error(`${plan.typeAfterFile} did not appear within ${budget} ms`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    steps.push("told to type");
+  }
+
   // Go to the end of the line and type, as a user would.
   await page.click(".editor-instance .monaco-editor .view-lines");
   await page.keyboard.down("Control");
@@ -174,8 +189,7 @@ try {
 
   // gateway-ls: Show Routing Status, from the command palette.
   await runCommand(page, "gateway-ls: Show Routing Status");
-  const statusFrame = await waitForFrameText(page, "gateway-ls routing status", timeout);
-  report.routingStatus = await statusFrame.evaluate(() => document.body.innerText);
+  report.routingStatus = await waitForFrameText(page, "gateway-ls routing status", timeout);
   steps.push("Show Routing Status opened the routing status");
   await shot("routing-status");
 
@@ -239,11 +253,13 @@ async function statusBarText(page) {
 }
 
 /**
- * Runs a command by its title from the command palette.
+ * Runs a command by its title from the command palette, opened from the file's editor: while a
+ * webview (the routing status) has the focus, a key such as F1 may never reach the workbench.
  * @param {import("puppeteer-core").Page} page
  * @param {string} title
  */
 async function runCommand(page, title) {
+  await focusEditorOf(page, plan.file);
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget input", { visible: true });
   await page.keyboard.type(title, { delay: 20 });
@@ -259,7 +275,26 @@ async function runCommand(page, title) {
 }
 
 /**
- * The frame (webviews live in nested iframes) whose text contains `text`.
+ * Clicks the file's tab and waits until its editor has the keyboard focus.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} name
+ */
+async function focusEditorOf(page, name) {
+  const tab = await page.waitForFunction(
+    (wanted) =>
+      [...document.querySelectorAll(".tabs-container .tab")].find((node) =>
+        node.textContent?.includes(wanted),
+      ),
+    {},
+    name,
+  );
+  await /** @type {import("puppeteer-core").ElementHandle<Element>} */ (tab).click();
+  await page.waitForFunction(() => document.activeElement?.closest(".monaco-editor") != null);
+}
+
+/**
+ * The text of the frame (webviews live in nested iframes) that contains `text`, read in the same
+ * evaluation: a webview may replace its frame at any time, so a frame found is not kept.
  * @param {import("puppeteer-core").Page} page
  * @param {string} text
  * @param {number} budgetMs
@@ -268,11 +303,9 @@ async function waitForFrameText(page, text, budgetMs) {
   const deadline = Date.now() + budgetMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
-      const found = await frame
-        .evaluate((wanted) => document.body?.innerText.includes(wanted) ?? false, text)
-        .catch(() => false);
-      if (found) {
-        return frame;
+      const shown = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+      if (shown.includes(text)) {
+        return shown;
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
