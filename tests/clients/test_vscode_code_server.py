@@ -9,7 +9,7 @@ would: types, waits for the ghost text, reads the status bar, accepts with Tab a
 `artifacts/`.
 
 `make test-vscode` installs the pieces (scripts/install-code-server.sh) and builds the `.vsix`;
-without them these tests are skipped, naming what is missing.
+without them these tests are skipped, naming what is missing (in CI they fail instead).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import pytest
 
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.real_tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO / "clients" / "vscode"
@@ -76,7 +77,7 @@ def missing_pieces() -> list[str]:
 def pieces() -> None:
     missing = missing_pieces()
     if missing:
-        pytest.skip(
+        tool_missing(
             f"missing {', '.join(missing)}: run `make test-vscode` to install and build them"
         )
 
