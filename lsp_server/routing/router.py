@@ -239,6 +239,8 @@ class Router:
             return Choice(
                 [e for e in endpoints if e.name == pinned and e.breaker.allow()], 1, "pinned"
             )
+        if not remotes:  # a local-only configuration: nothing to choose between
+            return Choice(endpoints, 1, "local-only")
         healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
         tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
         order = {e.name: i for i, e in enumerate(endpoints)}

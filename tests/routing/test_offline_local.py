@@ -172,7 +172,5 @@ async def test_with_no_remote_endpoint_the_model_loads_at_start(
         assert first in ("loading", "ready")  # started at initialisation, before any request
         await wait_until_local_ready(client)
         text, decision = await keystroke(client, tmp_path, PROMPT)
-        # The only candidate: "config-order" until it has been measured, "fastest" after.
-        assert decision["endpoint"] == "local"
-        assert decision["reason"] in ("config-order", "fastest"), decision
+        assert (decision["endpoint"], decision["reason"]) == ("local", "local-only"), decision
         assert text

@@ -197,7 +197,13 @@ const REASONS: Readonly<Record<string, string>> = {
   offline: "offline",
   "breaker-open": "circuit open elsewhere",
   explore: "exploring",
+  probe: "probing an endpoint back from an outage",
+  pinned: "the endpoint asked for",
   cache: "from cache",
+  "config-order": "configured order, nothing measured yet",
+  "local-only": "local model, no remote endpoint configured",
+  "local-loading": "local model still loading",
+  "no-endpoint": "no endpoint available",
 };
 
 function reasonText(reason: string): string {

@@ -98,6 +98,13 @@ describe("status bar", () => {
     assert.match(tooltip, /mercury-2 \(mercury\), 84 ms, fastest endpoint/);
     assert.match(tooltip, /Offline mode: auto/);
   });
+
+  test("every reason the router gives reads as words, not as its code", () => {
+    for (const reason of ["config-order", "local-only", "probe", "pinned", "no-endpoint"]) {
+      const status = { ...SAMPLE, decisions: [decision({ reason })] };
+      assert.doesNotMatch(statusBarTooltip(status), new RegExp(`, ${reason}\\b`));
+    }
+  });
 });
 
 describe("status document", () => {
