@@ -80,6 +80,7 @@ def pieces() -> None:
         tool_missing(
             f"missing {', '.join(missing)}: run `make test-vscode` to install and build them"
         )
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # an earlier run's screenshots would mislead
 
 
 def free_port() -> int:
