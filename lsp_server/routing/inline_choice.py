@@ -11,8 +11,10 @@ Learning happens beside it, under the hedge budget, at no cost to the keystroke:
   growing back-off), so traffic returns within a few requests once it answers again; without
   hedge budget left the probe goes first instead, with the hedge as its safety net.
 
-The first answer wins; the loser's time is a censored sample, so even a lost race teaches.
-Exploration spends hedge budget only: none left, none done. With hedging turned off
+The first answer wins. An exploration that lost runs on to its first token (within the
+deadline, its text unused), so exploring measures an endpoint whole; any other loser's time is a
+censored sample, so even a lost race teaches. Exploration spends a share of the hedge budget
+only: none left, none done (hedges against stragglers come first). With hedging turned off
 (`max_hedge_ratio = 0`) a Thompson draw that favours another endpoint makes it the primary.
 """
 
@@ -43,6 +45,15 @@ class Choice:
         return self.order[1] if self.parallel > 1 else None
 
 
+@dataclass(frozen=True, slots=True)
+class RideBudget:
+    """What the hedge budget allows beside the primary."""
+
+    probe: bool  # a probe of an open circuit may ride along (else it goes first)
+    explore: bool  # an exploration may ride along
+    explore_alone: bool  # hedging is off: an exploration may be the primary instead
+
+
 class InlineChooser:
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
@@ -57,31 +68,20 @@ class InlineChooser:
         *,
         prior_ms: Callable[[Endpoint], float],
         tokens: float,
-        may_ride: bool,
-        may_explore_alone: bool,
+        budget: RideBudget,
     ) -> Choice:
         """Order `healthy` (circuit closed) and pick a rider; `tripped` are the endpoints
         whose circuit is not closed, candidates for a probe."""
         self._requests += 1
-        choice = self._choose(
-            healthy,
-            tripped,
-            prior_ms=prior_ms,
-            tokens=tokens,
-            may_ride=may_ride,
-            may_explore_alone=may_explore_alone,
-        )
-        return self._note_asked(choice)
+        return self._note_asked(self._choose(healthy, tripped, prior_ms, tokens, budget))
 
     def _choose(
         self,
         healthy: list[Endpoint],
         tripped: list[Endpoint],
-        *,
         prior_ms: Callable[[Endpoint], float],
         tokens: float,
-        may_ride: bool,
-        may_explore_alone: bool,
+        budget: RideBudget,
     ) -> Choice:
         # An endpoint known only from lost races (a lower bound) ranks after measured ones.
         ranked = sorted(
@@ -97,14 +97,14 @@ class InlineChooser:
         if reason == "fastest" and _outranked_by_tripped(primary, tripped):
             reason = "breaker-open"
         probe = self._probe(tripped)
-        if probe is not None and may_ride:
+        if probe is not None and budget.probe:
             return Choice([primary, probe, *ranked[1:]], 2, reason, "probe")
         if probe is not None:  # no hedge budget: the probe goes first, the hedge covers it
             return Choice([probe, *ranked], 1, "probe")
         backups, explored = self._order_backups(ranked, prior_ms, tokens)
-        if explored is not None and may_ride:
+        if explored is not None and budget.explore:
             return Choice([primary, *backups], 2, reason, "explore")
-        if explored is not None and may_explore_alone:
+        if explored is not None and budget.explore_alone:
             return Choice([explored, primary, *backups[1:]], 1, "explore")
         return Choice([primary, *backups], 1, reason)
 

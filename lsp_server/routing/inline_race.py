@@ -38,6 +38,7 @@ class Attempt:
     error: BackendError | None = None
     cancelled: bool = False  # stopped because another attempt won, or at the deadline
     task: asyncio.Task[None] | None = None
+    measuring: bool = False  # an exploration: lost, it still runs to its first token
 
     @property
     def text(self) -> str:
@@ -55,6 +56,9 @@ class RaceOutcome:
     text: str
     timed_out: bool
     hedged: bool
+    # Explorations that lost before their first token and still run to it (their task ends
+    # there); the caller awaits them within the deadline and records what they measured.
+    measuring: list[Attempt] = field(default_factory=list)
 
 
 class InlineRace:
@@ -67,10 +71,13 @@ class InlineRace:
         deadline_s: float,
         may_hedge: bool,
         parallel: int = 1,
+        measure_riders: bool = False,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
     ) -> None:
         self._request = request
+        self._measure_riders = measure_riders and on_text is None
+        self._decided = False
         self._on_text = on_text
         self._on_attempt = on_attempt
         self._committed: Attempt | None = None
@@ -93,7 +100,9 @@ class InlineRace:
         try:
             self._launch(hedge=False)
             for _ in range(self._parallel - 1):  # an exploration or a probe rides along
-                self._hedged = self._launch(hedge=True) or self._hedged
+                self._hedged = (
+                    self._launch(hedge=True, measuring=self._measure_riders) or self._hedged
+                )
             while True:
                 if self._committed is not None:
                     self._cancel_uncommitted()
@@ -121,7 +130,11 @@ class InlineRace:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, wake_at - now))
+        except BaseException:
+            self._measure_riders = False  # cancelled from outside: nothing runs on
+            raise
         finally:
+            self._decided = True
             await self._cancel_running()
 
     def _should_hedge(self, now: float, hedge_at: float, running: list[Attempt]) -> bool:
@@ -131,11 +144,13 @@ class InlineRace:
             return False
         return all(a.first_token_at is None for a in running)
 
-    def _launch(self, *, hedge: bool) -> bool:
+    def _launch(self, *, hedge: bool, measuring: bool = False) -> bool:
         if not self._queue:
             return False
         endpoint = self._queue.pop(0)
-        attempt = Attempt(endpoint=endpoint, started_at=time.monotonic(), hedge=hedge)
+        attempt = Attempt(
+            endpoint=endpoint, started_at=time.monotonic(), hedge=hedge, measuring=measuring
+        )
         attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt))
         self._attempts.append(attempt)
         return True
@@ -148,6 +163,9 @@ class InlineRace:
                     if attempt.first_token_at is None:
                         attempt.first_token_at = time.monotonic()
                         self._wake.set()
+                    if self._decided:  # a lost exploration: its first token is all it owed
+                        attempt.cancelled = True
+                        break
                     attempt.parts.append(chunk)
                     self._forward(attempt, chunk)
                     if self._request.single_line and _has_complete_line(attempt.text):
@@ -189,10 +207,25 @@ class InlineRace:
         return min(finished, key=lambda a: a.finished_at or 0.0)
 
     def _outcome(self, winner: Attempt | None, text: str, *, timed_out: bool) -> RaceOutcome:
-        return RaceOutcome(winner, list(self._attempts), text, timed_out, self._hedged)
+        if timed_out:
+            self._measure_riders = False  # the deadline bounds the measuring too
+        measuring = [a for a in self._attempts if self._still_measuring(a)]
+        return RaceOutcome(winner, list(self._attempts), text, timed_out, self._hedged, measuring)
+
+    def _still_measuring(self, attempt: Attempt) -> bool:
+        return (
+            self._measure_riders
+            and attempt.measuring
+            and attempt.first_token_at is None
+            and attempt.finished_at is None
+        )
 
     async def _cancel_running(self) -> None:
-        tasks = [a.task for a in self._attempts if a.task is not None and not a.task.done()]
+        tasks = [
+            a.task
+            for a in self._attempts
+            if a.task is not None and not a.task.done() and not self._still_measuring(a)
+        ]
         for task in tasks:
             task.cancel()
         if tasks:

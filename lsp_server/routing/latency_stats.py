@@ -6,9 +6,11 @@ the time per streamed token, so an endpoint is judged by when a usable suggestio
 model's uncertainty (few samples, or old ones) is what exploration samples from.
 
 A request that lost a race is a *censored* sample: it took at least as long as the winner. It
-enters as the log-normal's expectation beyond that bound, at half weight, so losing races pushes
-a slow endpoint down without a wrong guess of how slow. Failures move only the error rate, never
-the latency, so an endpoint back from an outage is ranked by what it did before.
+enters as the log-normal's expectation beyond that bound, at a weight of at most one half that
+shrinks with how unlikely the bound was to bite, so losing races pushes a slow endpoint down
+without a wrong guess of how slow, and a bound far below the estimate does not anchor it.
+Failures move only the error rate, never the latency, so an endpoint back from an outage is
+ranked by what it did before.
 
 A short window of raw samples is kept for the p50/p95 that people read.
 """
@@ -100,12 +102,15 @@ class LogLatency:
             return
         sd = self.spread
         z = (log_ms - self.mean) / sd
-        if z < -3.0:
-            return  # the bound is far below what we expect: it tells nothing
         tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+        # Weighed by how likely the bound was to bite: one far below the mean says little, and
+        # taken as a whole sample it would only anchor the estimate where it already is.
+        weight = CENSORED_WEIGHT * (1.0 - tail)
+        if weight < 0.01:
+            return
         density = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
         beyond = log_ms + sd if tail < 1e-9 else self.mean + sd * density / tail
-        self.add(max(beyond, log_ms), CENSORED_WEIGHT)
+        self.add(max(beyond, log_ms), weight)
 
 
 @dataclass(slots=True)

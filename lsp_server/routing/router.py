@@ -37,7 +37,7 @@ from lsp_server.config.model import Config, OfflineMode
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
-from lsp_server.routing.inline_choice import Choice, InlineChooser
+from lsp_server.routing.inline_choice import Choice, InlineChooser, RideBudget
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
 SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
-EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for riders (explorations and probes)
+EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for explorations riding along
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
@@ -94,11 +94,12 @@ class Router:
         self.decisions = DecisionLog()
         self.inline_requests = 0
         self.hedged_requests = 0
-        self.ridden_requests = 0  # the hedged requests that had a rider from the start
+        self.explored_requests = 0  # the hedged requests that had an exploration riding along
         self.shared: SharedState | None = None
         self._chooser = InlineChooser()
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
+        self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
         self._warm_up()
 
     # -- configuration -----------------------------------------------------------------
@@ -191,14 +192,15 @@ class Router:
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
             may_hedge=self._hedge_budget_left(),
             parallel=parallel,
+            measure_riders=choice.rider_reason == "explore",
             on_text=on_text,
             on_attempt=on_attempt,
         )
         outcome = await race.run()
         if outcome.hedged:
             self.hedged_requests += 1
-        if parallel > 1:
-            self.ridden_requests += 1
+        if choice.rider_reason == "explore" and parallel > 1:
+            self.explored_requests += 1
         if self.shared is not None:
             self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
@@ -257,8 +259,7 @@ class Router:
             tripped,
             prior_ms=prior_ms,
             tokens=tokens,
-            may_ride=self._ride_budget_left(),
-            may_explore_alone=self.config.routing.max_hedge_ratio <= 0,
+            budget=self._ride_budget(),
         )
 
     def _hedge_delay_ms(self, primary: Endpoint) -> float:
@@ -275,14 +276,19 @@ class Router:
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
-    def _ride_budget_left(self) -> bool:
-        """Riders (explorations, probes) may use a share of the hedge budget (`max_hedge_ratio`)
-        and only what stragglers have left of it…"""
+    def _ride_budget(self) -> RideBudget:
+        """Probes ride along while the hedge budget (`max_hedge_ratio`) lasts: they are how an
+        endpoint comes back. Explorations only use a share of it…"""
         ratio = self.config.routing.max_hedge_ratio
         if ratio <= 0:
-            return False
+            return RideBudget(probe=False, explore=False, explore_alone=True)
+        hedge_left = self._hedge_budget_left()
         share = EXPLORATION_SHARE * ratio * self.inline_requests + HEDGE_BURST
-        return self.ridden_requests < share and self._hedge_budget_left()
+        return RideBudget(
+            probe=hedge_left,
+            explore=hedge_left and self.explored_requests < share,
+            explore_alone=False,
+        )
 
     def _hedge_budget_left(self) -> bool:
         """…while hedges against stragglers may use all of it: the tail is what the user
@@ -308,8 +314,12 @@ class Router:
         started: float,
         uri: str | None,
     ) -> Routed:
+        measuring = {id(a) for a in outcome.measuring}
         for attempt in outcome.attempts:
-            self._record_attempt(attempt, won=attempt is outcome.winner, ended=time.monotonic())
+            if id(attempt) not in measuring:
+                self._record_attempt(attempt, won=attempt is outcome.winner, ended=time.monotonic())
+        if outcome.measuring:
+            self._measure_later(outcome.measuring, started)
         tried = {id(a.endpoint) for a in outcome.attempts}
         for endpoint in candidates:
             if id(endpoint) not in tried:
@@ -364,6 +374,26 @@ class Router:
             outcome.timed_out,
             winner.usage if winner else None,
         )
+
+    def _measure_later(self, attempts: list[Attempt], started: float) -> None:
+        """Await explorations that lost before their first token until it comes (within the
+        request's deadline), so exploring yields a whole time to first token, not a bound."""
+        deadline_s = self.config.routing.inline_deadline_ms / 1000 - (time.monotonic() - started)
+
+        async def measure() -> None:
+            tasks = [a.task for a in attempts if a.task is not None]
+            try:
+                await asyncio.wait(tasks, timeout=max(0.0, deadline_s))
+            finally:  # past the deadline, or the router closing: stop what still runs
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                for attempt in attempts:
+                    self._record_attempt(attempt, won=False, ended=time.monotonic())
+
+        task = asyncio.get_running_loop().create_task(measure())
+        self._measuring.add(task)
+        task.add_done_callback(self._measuring.discard)
 
     def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
         endpoint = attempt.endpoint
@@ -610,6 +640,9 @@ class Router:
         self._saving = task
 
     async def aclose(self) -> None:
+        for task in list(self._measuring):
+            task.cancel()
+        await asyncio.gather(*self._measuring, return_exceptions=True)
         await self._connections.aclose()
         if self._saving is not None:
             await asyncio.gather(self._saving, return_exceptions=True)

@@ -251,6 +251,32 @@ async def test_a_rider_does_not_stand_in_for_the_hedge_against_a_straggling_prim
     await router.aclose()
 
 
+async def test_a_lost_exploration_runs_on_to_its_first_token_and_is_measured() -> None:
+    calls: list[str] = []
+    slow = StandIn("slow", calls, delay=lambda request: 0.1)
+    router = stand_in_router([StandIn("fast", calls), slow])
+    routed = await router.inline(REQUEST)  # "slow" is not measured yet: it rides along
+    assert (routed.endpoint, calls) == ("fast", ["fast", "slow"])
+    stats = router.pool.remotes["slow"].stats
+    for _ in range(100):
+        if stats.measured:
+            break
+        await asyncio.sleep(0.02)
+    # A whole time to first token, not a lower bound at the winner's time.
+    assert stats.measured and math.exp(stats.ttft.mean) >= 90.0
+    assert stats.requests == 1 and stats.wins == 0
+    await router.aclose()
+
+
+async def test_closing_the_router_stops_explorations_still_running() -> None:
+    calls: list[str] = []
+    hung = StandIn("hung", calls, delay=lambda request: 60.0)
+    router = stand_in_router([StandIn("fast", calls), hung])
+    assert (await router.inline(REQUEST)).endpoint == "fast"
+    await asyncio.wait_for(router.aclose(), 5)
+    assert router.pool.remotes["hung"].stats.requests == 1  # recorded as abandoned
+
+
 # --- real endpoints on loopback ----------------------------------------------------------------
 
 
