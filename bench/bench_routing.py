@@ -13,7 +13,11 @@ strategy, in this process or another, sees exactly the same trace:
 - router: a new `Router` (no history), through the real HTTP backend, in this process;
 - gateway: a new `gateway-ls gateway` process (empty state dir), over HTTP;
 - LiteLLM: `litellm.Router(routing_strategy="latency-based-routing")` in a throwaway virtual
-  environment the bench creates (LiteLLM is not a project dependency), over the same trace.
+  environment the bench creates (LiteLLM is not a project dependency), over the same trace;
+- ideal hedger, computed rather than run: what the best router without foresight could do. It
+  knows every endpoint's true distribution, asks the best one that is up, hedges at its true
+  p95 to the next best, and pays no overhead but the HTTP floor's. It bounds what hedging can
+  reach on this trace: the oracle knows which request will straggle, no router does.
 
 Recovery: requests after the outage ends until the best endpoint serves again.
 
@@ -420,6 +424,27 @@ def run_litellm(trace: Trace, urls: list[str], python: Path) -> Result | None:
     )
 
 
+# --- the ideal hedger ------------------------------------------------------------------------
+
+IDEAL_HEDGE_Z = 1.645  # the primary's true p95: the ideal hedger asks the next best from there
+
+
+def ideal_hedger(trace: Trace, floor: Result) -> Result:
+    """Latencies of the ideal hedger (see the module docstring), with each request's wire cost
+    taken from the HTTP floor's measurement of the same request."""
+    latencies, served = [], []
+    for index in range(len(trace)):
+        up = [j for j in range(len(NAMES)) if not trace.down[index][j]]
+        primary, backup = up[0], up[1]
+        hedge_at_ms = MEDIANS_MS[primary] * math.exp(IDEAL_HEDGE_Z * SIGMA)
+        first_ms = trace.latency_s[index][primary] * 1000
+        hedged_ms = hedge_at_ms + trace.latency_s[index][backup] * 1000
+        winner = backup if hedged_ms < first_ms else primary
+        latencies.append(min(first_ms, hedged_ms) + floor.latencies_ms[index])
+        served.append(NAMES[winner])
+    return Result("ideal hedger (computed)", latencies, served, 0)
+
+
 # --- the routing decision alone --------------------------------------------------------------
 
 
@@ -499,6 +524,7 @@ def print_report(results: list[Result], trace: Trace, litellm_missing: str | Non
         print(f"{'LiteLLM latency-based':<24}{litellm_missing}")
     print("\nrecov: requests after the outage until the best endpoint served again")
     peer = next((r for r in results if r.name.startswith("LiteLLM")), None)
+    ideal = next(r for r in results if r.name.startswith("ideal"))
     for result in results:
         if not result.name.startswith(("router", "gateway")):
             continue
@@ -513,6 +539,9 @@ def print_report(results: list[Result], trace: Trace, litellm_missing: str | Non
         within = f"  p50 within {P50_TARGET - 1:.0%} of oracle ({p50:.2f}x)"
         print(f"{within}: {_verdict(p50 <= P50_TARGET)}")
         print(f"  p99 <= {P99_TARGET}x oracle ({p99:.2f}x): {_verdict(p99 <= P99_TARGET)}")
+        print(
+            f"  p99 against the ideal hedger: {result.quantile(0.99) / ideal.quantile(0.99):.2f}x"
+        )
         recovered = recovery is not None and recovery <= RECOVERY_TARGET
         print(f"  recovery within {RECOVERY_TARGET} requests ({recovery}): {_verdict(recovered)}")
         if peer is not None:
@@ -546,6 +575,8 @@ def main() -> None:
         workdir = Path(temporary)
         with endpoint_processes(trace, workdir) as urls:
             results = asyncio.run(run_in_process(trace, urls))
+            floor = next(r for r in results if r.name == "HTTP floor")
+            results.append(ideal_hedger(trace, floor))
             results.append(run_gateway(trace, urls, workdir))
             if python is not None:
                 peer = run_litellm(trace, urls, python)
