@@ -3,10 +3,10 @@
 The primary starts at once (with one more endpoint beside it when the router asks: an
 exploration or a probe, counted as a hedge). If nothing has produced a token after
 `hedge_after_ms` (and the hedge budget allows), the next candidate starts too, rider or not; a
-failure starts the next
-candidate at once. The first usable answer wins and every other attempt is cancelled, which
-closes its HTTP stream or stops local generation. At the deadline the request returns what it
-has, never late text.
+failure starts the next candidate at once. The first usable answer wins and every other attempt
+is cancelled, which closes its HTTP stream or stops local generation, except an exploration
+that has no first token yet: it runs on to that token (within the deadline, its text unused) so
+the router measures it whole. At the deadline the request returns what it has, never late text.
 
 A streaming caller (`on_text`) commits to the first attempt that produces text: its text goes
 out as it comes and cannot be taken back, so the others are cancelled at once and a failure of
