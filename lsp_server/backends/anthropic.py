@@ -145,7 +145,7 @@ class AnthropicBackend(Backend):
             if kind == "content_block_delta":
                 delta = payload.get("delta")
                 text = delta.get("text") if isinstance(delta, dict) else None
-                if text and delta.get("type") == "text_delta":
+                if text and isinstance(delta, dict) and delta.get("type") == "text_delta":
                     yield str(text)
             elif kind == "message_start":
                 message = payload.get("message")

@@ -13,7 +13,19 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lsp_server.config.model import CHAT_MAX_TOKENS
+
 log = logging.getLogger(__name__)
+
+
+# Characters per token, for an estimate where no tokenizer counted (an upstream that reports no
+# usage, a budget sized before asking).
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(chars: int) -> int:
+    """Tokens in `chars` characters of text, rounded up."""
+    return -(-chars // CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +55,7 @@ class ChatMessage:
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     messages: tuple[ChatMessage, ...]
-    max_tokens: int = 2048
+    max_tokens: int = CHAT_MAX_TOKENS
     temperature: float = 0.0
     stop: tuple[str, ...] = field(default_factory=tuple)
 

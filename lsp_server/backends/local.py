@@ -29,10 +29,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lsp_server.backends.base import (
-    Backend,
     BackendError,
     ChatMessage,
     ChatRequest,
@@ -46,18 +45,14 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
-from lsp_server.config.model import LocalConfig
+from lsp_server.backends.local_model import LocalModel, LocalState
+from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-LocalState = Literal["unloaded", "loading", "ready", "failed", "disabled"]
-
 # Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
 _SPECIAL_TOKENS_ROOM = 4
-# A chat answer (a refactor that fell back to this model) is capped: a small CPU model writing
-# thousands of tokens would outlast any deadline.
-LOCAL_CHAT_MAX_TOKENS = 1024
 
 
 _END = object()
@@ -80,18 +75,15 @@ class _Job:
             self.stop.set()
 
 
-class LocalBackend(Backend):
+class LocalBackend(LocalModel):
     """A llama.cpp model inside the server process, loaded lazily on a background thread."""
-
-    name = "local"
-    is_local = True
 
     def __init__(self, config: LocalConfig, *, on_progress: Progress | None = None) -> None:
         self._config = config
         self._on_progress = on_progress
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-ls-llama")
         self._llm: Llama | None = None
-        self._state: LocalState = "unloaded" if config.enabled else "disabled"
+        self._state = LocalState.UNLOADED if config.enabled else LocalState.DISABLED
         self._load_error: str | None = None
         self._load_future: Future[None] | None = None
         self._model_path: Path | None = None
@@ -128,29 +120,29 @@ class LocalBackend(Backend):
     @property
     def fim_supported(self) -> bool | None:
         """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
-        return None if self._state != "ready" else self._fim_tokens is not None
+        return None if self._state != LocalState.READY else self._fim_tokens is not None
 
     # Loading
 
     def start_loading(self) -> None:
         """Begin loading in the background; does nothing if loading already began."""
-        if self._state != "unloaded" or self._closed:
+        if self._state != LocalState.UNLOADED or self._closed:
             return
-        self._state = "loading"
+        self._state = LocalState.LOADING
         self._load_future = self._worker.submit(self._load, self._progress_forwarder())
 
     async def ensure_loaded(self) -> None:
         """Wait until the model is ready; raise `BackendError(UNAVAILABLE)` if it cannot be."""
         if self._closed:
             raise BackendError(self.name, FailureKind.UNAVAILABLE, "the local model was closed")
-        if self._state == "disabled":
+        if self._state == LocalState.DISABLED:
             raise BackendError(
                 self.name, FailureKind.UNAVAILABLE, "the local model is disabled ([local] enabled)"
             )
         self.start_loading()
-        if self._state == "loading" and self._load_future is not None:
+        if self._state == LocalState.LOADING and self._load_future is not None:
             await asyncio.shield(asyncio.wrap_future(self._load_future))
-        if self._state != "ready":
+        if self._state != LocalState.READY:
             raise BackendError(self.name, FailureKind.UNAVAILABLE, self._load_error or "not loaded")
 
     def _progress_forwarder(self) -> Progress | None:
@@ -177,11 +169,11 @@ class LocalBackend(Backend):
             self._llm = self._open_model(self._model_path)
         except Exception as exc:  # every failure becomes a state with a message, not a crash
             self._load_error = _load_failure_message(self._model_path, exc)
-            self._state = "failed"
+            self._state = LocalState.FAILED
             if progress:
                 progress(f"local model unavailable: {self._load_error}", 1.0)
             return
-        self._state = "ready"
+        self._state = LocalState.READY
         if progress:
             progress("local model ready", 1.0)
 
@@ -219,7 +211,7 @@ class LocalBackend(Backend):
         """Evaluate `request`'s prompt into the KV cache in the background if the model is
         idle; False if it was busy or not loaded. Whatever it evaluated before a request
         stopped it stays cached."""
-        if self._state != "ready" or self._closed or self._jobs:
+        if self._state != LocalState.READY or self._closed or self._jobs:
             return False
         self._stop_prefills()
         job = _Job(asyncio.get_running_loop(), asyncio.Queue())
@@ -253,7 +245,7 @@ class LocalBackend(Backend):
         if self._llm is not None:
             self._llm.close()
             self._llm = None
-        self._state = "unloaded"
+        self._state = LocalState.UNLOADED
 
     async def _stream(
         self, body: Callable[[_Job], None], usage: Usage | None
@@ -344,12 +336,12 @@ class LocalBackend(Backend):
         if not prompt:
             return
         self.prefills += 1
-        chunks = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
+        chunks: Any = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
         with _PromptAbort(llm, job.stop):
             for _chunk in chunks:
                 if job.stop.is_set():
                     break
-            chunks.close()  # type: ignore[attr-defined]
+            chunks.close()
 
     def _run_chat(self, job: _Job, request: ChatRequest) -> None:
         llm = self._require_model()
@@ -374,8 +366,10 @@ class LocalBackend(Backend):
 
         from llama_cpp import LogitsProcessorList
 
+        # llama-cpp-python types each role's message apart; these are plain role/content dicts.
+        messages: Any = _chat_messages(request.messages, fold_system=self._fold_system_prompt)
         chunks = llm.create_chat_completion(
-            messages=_chat_messages(request.messages, fold_system=self._fold_system_prompt),
+            messages=messages,
             max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
             temperature=request.temperature,
             stop=list(request.stop),
@@ -391,7 +385,8 @@ class LocalBackend(Backend):
         return self._llm
 
     @staticmethod
-    def _pump(job: _Job, chunks: Iterator[Any], text_of: Callable[[Any], str | None]) -> None:
+    def _pump(job: _Job, chunks: Any, text_of: Callable[[Any], str | None]) -> None:
+        """Send each chunk's text; `chunks` is llama-cpp-python's stream (a generator)."""
         try:
             for chunk in chunks:
                 text = text_of(chunk)
@@ -400,7 +395,7 @@ class LocalBackend(Backend):
                 if job.stop.is_set():
                     return
         finally:
-            chunks.close()  # type: ignore[attr-defined]
+            chunks.close()
 
     def _completion_prompt(
         self, llm: Llama, request: CompletionRequest, max_tokens: int
@@ -463,7 +458,7 @@ def _send_native_logs_to_logging(llama_cpp: ModuleType) -> None:
     if _log_bridge is not None:
         return
 
-    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    @llama_cpp.llama_log_callback
     def bridge(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         _native_log.debug("%s", text.decode("utf-8", "replace").rstrip())
 

@@ -23,6 +23,7 @@ from lsp_server.backends.base import (
     CompletionRequest,
     FailureKind,
     Usage,
+    estimate_tokens,
     token_count,
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
@@ -44,7 +45,6 @@ from lsp_server.config.providers import chat_path, fim_path
 # servers may refuse the field, and are counted by estimate.
 STREAM_USAGE_KINDS = frozenset({"openai", "deepseek"})
 MAX_STOP_SEQUENCES = 4  # what OpenAI-compatible APIs accept; the caller applies any others
-CHARS_PER_TOKEN = 4  # the estimate when an upstream reports no usage
 
 
 class OpenAICompatibleBackend(Backend):
@@ -118,7 +118,7 @@ class OpenAICompatibleBackend(Backend):
                     raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
                 text = read_choice(payload, usage)
                 if not usage.reported:
-                    usage.completion_tokens = -(-len(text) // CHARS_PER_TOKEN)
+                    usage.completion_tokens = estimate_tokens(len(text))
                 if text:
                     yield text
         except httpx.HTTPError as exc:

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from lsp_server.config.model import (
+    CHAT_MAX_TOKENS,
     Config,
     EndpointConfig,
     GatewayConfig,
@@ -49,7 +50,6 @@ OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
 RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 # `max_tokens` of an endpoint without the inline role, when the file does not say.
-REFACTOR_DEFAULT_MAX_TOKENS = 4096
 
 KeyPath = tuple[str | int, ...]
 
@@ -293,7 +293,7 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
     roles = values.get("roles", ("inline",))
     if isinstance(roles, list | tuple) and "inline" not in roles:
         # A refactor answer is a whole rewritten selection, not a few keystrokes' worth.
-        values.setdefault("max_tokens", REFACTOR_DEFAULT_MAX_TOKENS)
+        values.setdefault("max_tokens", CHAT_MAX_TOKENS)
     if preset.fim_path is None and values["fim"] is True:
         raise _Invalid(
             (*path, "fim"), f"{kind} endpoints have no fill-in-the-middle API; use fim = false"

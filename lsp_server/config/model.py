@@ -17,6 +17,11 @@ EndpointKind = Literal[
 ]
 Role = Literal["inline", "refactor"]
 
+# Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
+CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
+# The local model's chat: a small CPU model writing thousands of tokens outlasts any deadline.
+LOCAL_CHAT_MAX_TOKENS = 1024
+
 # The credential files people keep next to code. Matched without regard to case, after the path
 # is canonicalised (see `privacy.policy`).
 DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (

@@ -21,12 +21,12 @@ from lsp_server.privacy.policy import (
     classify,
 )
 from lsp_server.privacy.secret_rules import find_private_key
+from lsp_server.reasons import Reason
 
 log = logging.getLogger(__name__)
 
 # Longer than any single-line secret the rules know; on a minified line the scan stops here.
 CONTEXT_MARGIN = 4096
-LOCAL_ONLY_REASON = "sensitive"
 _MAX_MEMOS = 256
 
 
@@ -50,7 +50,9 @@ class PrivacyGuard:
         self._policy = SensitivityPolicy(())
         self._memos: OrderedDict[str, SecretMemo] = OrderedDict()
 
-    def window_reason(self, uri: str, text: str, start: int, cursor: int, end: int) -> str | None:
+    def window_reason(
+        self, uri: str, text: str, start: int, cursor: int, end: int
+    ) -> Reason | None:
         """Why a prompt window `text[start:end]` around `cursor` must stay here, or None.
 
         Keystroke after keystroke in one document: the lines around the cursor's are judged
@@ -70,7 +72,7 @@ class PrivacyGuard:
             verdict = _private_key_anywhere(text)
         return self._reason(uri, verdict)
 
-    def text_reason(self, uri: str, text: str) -> str | None:
+    def text_reason(self, uri: str, text: str) -> Reason | None:
         """Why a request carrying all of `text` must stay here, or None."""
         routing = self._routing()
         verdict = classify(
@@ -98,11 +100,11 @@ class PrivacyGuard:
         return memo
 
     @staticmethod
-    def _reason(uri: str, verdict: PrivacyVerdict) -> str | None:
+    def _reason(uri: str, verdict: PrivacyVerdict) -> Reason | None:
         if not verdict.local_only:
             return None
         log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
-        return LOCAL_ONLY_REASON
+        return Reason.SENSITIVE
 
 
 def _private_key_anywhere(text: str) -> PrivacyVerdict:

@@ -30,6 +30,8 @@ from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")
 
+pytestmark = pytest.mark.editor
+
 REPO = Path(__file__).resolve().parents[2]
 INIT = Path(__file__).with_name("neovim") / "init.lua"
 OFFLINE_EXAMPLE = REPO / "examples" / "offline.toml"

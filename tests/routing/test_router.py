@@ -25,6 +25,7 @@ from lsp_server.backends.base import (
     Usage,
 )
 from lsp_server.backends.factory import remote_backend
+from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
@@ -76,8 +77,9 @@ def served_by(router: Router, name: str) -> dict[str, Any]:
 # --- in-process stand-ins ----------------------------------------------------------------------
 
 
-class StandIn(Backend):
-    """A backend that answers after `delay(request)` seconds, or fails with `failure`."""
+class StandIn(LocalModel):
+    """A backend that answers after `delay(request)` seconds, or fails with `failure`; with
+    `is_local` it stands in for a local model that is always ready."""
 
     def __init__(
         self,
@@ -90,7 +92,6 @@ class StandIn(Backend):
     ) -> None:
         self.name = name
         self.is_local = is_local
-        self.state = "ready"
         self.calls = calls
         self.delay = delay
         self.failure = failure
