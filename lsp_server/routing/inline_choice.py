@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.hedge_budget import RideBudget
 
 EXPLORED_AFTER = 2  # attempts (won, lost or failed) before an endpoint stops riding by default
 PROBE_EVERY_REQUESTS = 4  # an open circuit is probed at most once in this many requests
@@ -44,15 +45,6 @@ class Choice:
     @property
     def rider(self) -> Endpoint | None:
         return self.order[1] if self.parallel > 1 else None
-
-
-@dataclass(frozen=True, slots=True)
-class RideBudget:
-    """What the hedge budget allows beside the primary."""
-
-    probe: bool  # a probe of an open circuit may ride along (else it goes first)
-    explore: bool  # an exploration may ride along
-    explore_alone: bool  # hedging is off: an exploration may be the primary instead
 
 
 class InlineChooser:

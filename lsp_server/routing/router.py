@@ -41,7 +41,8 @@ from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
-from lsp_server.routing.inline_choice import Choice, InlineChooser, RideBudget
+from lsp_server.routing.hedge_budget import HedgeBudget
+from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
@@ -54,8 +55,6 @@ log = logging.getLogger(__name__)
 
 SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
-EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for explorations riding along
-HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
 
@@ -125,9 +124,7 @@ class Router:
         self._saving: asyncio.Task[None] | None = None
         self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
         self.decisions = DecisionLog()
-        self.inline_requests = 0
-        self.hedged_requests = 0
-        self.explored_requests = 0  # the hedged requests that had an exploration riding along
+        self.budget = HedgeBudget()
         self.shared: SharedState | None = None
         self._chooser = InlineChooser(rng)
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
@@ -149,6 +146,7 @@ class Router:
         """Start telling a `SharedState` what this router observes, and hearing its peers'."""
         if self.shared is None:
             self.shared = SharedState(self.pool)
+            self.budget.peers = self.shared
         return self.shared
 
     def set_offline(self, mode: OfflineMode) -> None:
@@ -209,7 +207,7 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.inline_requests += 1
+        self.budget.count_request()
         self._connect_endpoints()
         choice = self._inline_choice(local_only, request, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
@@ -220,17 +218,15 @@ class Router:
             candidates,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
-            may_hedge=self._hedge_budget_left(),
+            may_hedge=self.budget.hedge_left(self.config.routing.max_hedge_ratio),
             parallel=parallel,
             measure_riders=choice.rider_reason == "explore",
             on_text=on_text,
             on_attempt=on_attempt,
         )
         outcome = await race.run()
-        if outcome.hedged:
-            self.hedged_requests += 1
-        if choice.rider_reason == "explore" and parallel > 1:
-            self.explored_requests += 1
+        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
+        self.budget.count_outcome(hedged=outcome.hedged, explored=explored)
         if self.shared is not None:
             self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
@@ -293,7 +289,7 @@ class Router:
             tripped,
             prior_ms=prior_ms,
             tokens=tokens,
-            budget=self._ride_budget(),
+            budget=self.budget.ride(self.config.routing.max_hedge_ratio),
         )
 
     def _hedge_delay_ms(self, primary: Endpoint) -> float:
@@ -309,35 +305,6 @@ class Router:
             return configured
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
-
-    def _ride_budget(self) -> RideBudget:
-        """Probes ride along while the hedge budget (`max_hedge_ratio`) lasts: they are how an
-        endpoint comes back. Explorations only use a share of it…"""
-        ratio = self.config.routing.max_hedge_ratio
-        if ratio <= 0:
-            return RideBudget(probe=False, explore=False, explore_alone=True)
-        hedge_left = self._hedge_budget_left()
-        share = EXPLORATION_SHARE * ratio * self.inline_requests + HEDGE_BURST
-        return RideBudget(
-            probe=hedge_left,
-            explore=hedge_left and self.explored_requests < share,
-            explore_alone=False,
-        )
-
-    def _hedge_budget_left(self) -> bool:
-        """…while hedges against stragglers may use all of it: the tail is what the user
-        sees, and a rider spent on learning must never leave a straggler unhedged."""
-        inline, hedged = self._request_counts()
-        return hedged < self.config.routing.max_hedge_ratio * inline + HEDGE_BURST
-
-    def _request_counts(self) -> tuple[int, int]:
-        """Inline and hedged requests so far, of every gateway that shares state: the hedge
-        budget is one for all of them."""
-        inline, hedged = self.inline_requests, self.hedged_requests
-        if self.shared is not None:
-            inline += self.shared.peer_inline
-            hedged += self.shared.peer_hedged
-        return inline, hedged
 
     def _settle_inline(
         self,
@@ -665,8 +632,8 @@ class Router:
                 "fim": model.fim_supported if model is not None else None,
             },
             "config": config_to_dict(self.config),
-            "inline_requests": self.inline_requests,
-            "hedged_requests": self.hedged_requests,
+            "inline_requests": self.budget.inline_requests,
+            "hedged_requests": self.budget.hedged_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],

@@ -65,9 +65,7 @@ async def test_cold_start_finds_the_fastest_endpoint_within_a_few_requests() -> 
     ):
         # The fastest is configured last, and the hedge waits longer than the slow one needs.
         # The latencies are far apart, so a loaded machine's stalls do not reorder them.
-        router = make_router(
-            ("slow", slow), ("middle", middle), ("fast", fast), hedge_after_ms=450
-        )
+        router = make_router(("slow", slow), ("middle", middle), ("fast", fast), hedge_after_ms=450)
         served = [(await router.inline(request(i))).endpoint for i in range(12)]
         assert "fast" in served[:4]
         assert served[4:] == ["fast"] * 8
