@@ -28,9 +28,10 @@ test-python: setup lint typecheck redis-server nvim emacs
 	$(BIN)/pytest
 
 # The inner loop: lint, types, and the tests that need no model, no real editor and are not
-# slow (a few minutes on two cores). `make test` is the whole suite.
+# slow, four at a time (most of them wait on sockets; about two minutes on two cores). Tests
+# that compare latencies run in `make test`, one at a time, with the whole suite.
 check: setup lint typecheck redis-server
-	$(BIN)/pytest -q -m "not slow and not model and not editor"
+	$(BIN)/pytest -q -n 4 -m "not slow and not model and not editor and not timing"
 
 # The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
 # makes its certificate with openssl): installed when missing, as root or through sudo.
