@@ -180,7 +180,10 @@ describe("answers with null or absent fields", () => {
     const text = statusBarText(status);
     assert.equal(text, "$(zap) no suggestion 353 ms");
     assert.doesNotMatch(text, /null|undefined/);
-    assert.match(statusBarTooltip(status), /no endpoint answered, 353 ms, deadline: no endpoint/);
+    assert.match(
+      statusBarTooltip(status),
+      /no endpoint answered, 353 ms, nothing answered within the deadline: no endpoint/,
+    );
   });
 
   test("the status document renders every sparse field without throwing", () => {
@@ -191,7 +194,11 @@ describe("answers with null or absent fields", () => {
     const markdown = statusMarkdown(status);
     assert.doesNotMatch(markdown, /null|undefined|NaN/);
     assert.ok(markdown.includes("| mercury |  |  |  |  | – | – | – | – | – |"));
-    assert.ok(markdown.includes("| inline | – | deadline: no endpoint answered within 350 ms | 353 ms | 0 | $0 | main.py |"));
+    assert.ok(
+      markdown.includes(
+        "| inline | – | nothing answered within the deadline: no endpoint answered within 350 ms | 353 ms | 0 | $0 | main.py |",
+      ),
+    );
     assert.ok(markdown.includes("%E0%A4"), "a file name that is not valid percent-encoding stays as it came");
     assert.doesNotMatch(statusBarText(status), /null|undefined|NaN/);
     assert.doesNotMatch(statusBarTooltip(status), /null|undefined|NaN/);
