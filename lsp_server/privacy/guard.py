@@ -20,7 +20,7 @@ from lsp_server.privacy.policy import (
     SensitivityPolicy,
     classify,
 )
-from lsp_server.privacy.secret_rules import find_private_key
+from lsp_server.privacy.secret_rules import find_private_key, first_secret
 from lsp_server.reasons import Reason
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,21 @@ class PrivacyGuard:
             self._policy_for(routing), uri, text, redact_secrets=routing.redact_secrets
         )
         return self._reason(uri, verdict)
+
+    def excerpt_reason(self, uri: str, excerpt: str, document: str = "") -> Reason | None:
+        """Why `excerpt` (whole lines of `document`, at `uri`) must not join the prompt of
+        another request, or None. Stricter than a window: a secret in it rules it out even
+        with `redact_secrets` off (nobody asked for it to be sent), and so does a private key
+        anywhere in the document. The path alone is judged when `excerpt` is empty."""
+        verdict = classify(self._policy_for(self._routing()), uri, excerpt, redact_secrets=True)
+        if not verdict.local_only and document:
+            verdict = _private_key_anywhere(document)
+        return self._reason(uri, verdict)
+
+    def holds_secret(self, excerpt: str) -> bool:
+        """Whether `excerpt` holds a secret, whatever `redact_secrets` says: the content half
+        of `excerpt_reason`, for pieces of a file whose path was judged already."""
+        return first_secret(excerpt) is not None
 
     def forget(self, uri: str) -> None:
         self._memos.pop(uri, None)
