@@ -48,6 +48,19 @@ DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
     "**/*.tfstate.backup",
     "**/*service?account*.json",
     "**/client_secret*.json",
+    "**/application_default_credentials.json",  # gcloud
+    "**/gcloud/@(credentials|access_tokens).db",
+    "**/gcloud/legacy_credentials/**",
+    "**/.azure/**",  # Azure CLI token caches and service principals
+    "**/@(gh|GitHub CLI)/hosts.yml",  # GitHub CLI
+    "**/.dev.vars",  # Cloudflare Workers
+    "**/.dev.vars.*",
+    "**/.streamlit/secrets.toml",
+    "**/config/secrets.yml",  # Rails
+    # ASP.NET Core: per-environment settings hold production secrets; the Development file is
+    # the template's, checked in to be shared (its passwords are still caught by content).
+    "**/appsettings.!(Development).json",
+    "**/usersecrets/*/secrets.json",  # dotnet user-secrets
 )
 
 

@@ -83,7 +83,9 @@ def _only_blanks_before(text: str, position: int) -> bool:
 
 
 _ENV_VAR_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|%\(|%[sd]\b|\{[^}]*\}|^\$[A-Za-z_]")
+_TEMPLATE = re.compile(
+    r"\$\{|\$\(|\{\{|%\(|%[sd]\b|\{[\w.!:>\[\]]*\}|^\$[A-Za-z_]|^%\w+%$|<%|^@\w|^env\("
+)
 _PLACEHOLDER_WORDS = (
     "changeme",
     "change_me",
@@ -118,19 +120,48 @@ _FILE_SUFFIXES = (".json", ".pem", ".key", ".txt", ".yml", ".yaml", ".toml", ".e
 _CODE_SHAPED = re.compile(r"[\w.]*[(\[{,;].*|[A-Za-z_]\w*(?:\.\w+)+|(?=\w*_)[A-Za-z_]\w*")
 
 
-def _is_placeholder(value: str) -> bool:
-    """True for values that stand in for a secret rather than being one."""
+def _is_placeholder(value: str, *, phrase: bool = False) -> bool:
+    """True for values that stand in for a secret rather than being one.
+
+    A value with spaces is prose (`"Password: "`, `"the API token"`) unless `phrase` allows a
+    passphrase, under a name that says it holds one.
+    """
     lowered = value.lower()
     return (
         lowered in _PLACEHOLDER_VALUES
         or any(word in lowered for word in _PLACEHOLDER_WORDS)
         or len(set(value)) <= 2
         or value[0] + value[-1] in ("<>", "[]", "()")
-        or any(ch.isspace() for ch in value)
+        or (any(ch.isspace() for ch in value) and not (phrase and _is_passphrase(value)))
+        or _SECRET_NAME_VALUE.fullmatch(lowered) is not None
         or lowered.startswith(_FILE_OR_URL_PREFIXES)
         or lowered.endswith(_FILE_SUFFIXES)
         or _ENV_VAR_NAME.fullmatch(value) is not None
         or _TEMPLATE.search(value) is not None
+    )
+
+
+# Words of sentences, prompts and descriptions; a passphrase made of random words has none.
+_PROSE_WORD = re.compile(
+    r"\b(?:an?|the|of|for|to|in|on|at|by|with|from|and|or|not|no|is|are|be|was|were|this|that"
+    r"|its?|your|my|our|their|enter|type|new|old|current|users?|account|here|there|please|must"
+    r"|should|will|can|may|use|used|using|value|default|optional|required|see|set|get"
+    r"|pass(?:word|wd|phrase)|secret|token|key|api|auth|credentials?)\b"
+)
+# `access_token`, `db_password`: a value that names a secret is a key of a mapping, not one.
+_SECRET_NAME_VALUE = re.compile(
+    r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)*[_.-](?:pass\w*|pwd|secret|token|key)"
+)
+
+
+def _is_passphrase(value: str) -> bool:
+    """`correct horse battery staple`: two or more words, none of them prose, no sentence
+    punctuation at the end."""
+    words = value.split()
+    return (
+        len(words) >= 2
+        and value.rstrip()[-1] not in ".:?!…"
+        and _PROSE_WORD.search(value.lower()) is None
     )
 
 
@@ -454,26 +485,40 @@ _TOKEN_RULES: tuple[_Rule, ...] = (
     ),
 )
 
-# Key names that end in one of these words hold secrets: DB_PASSWORD, apiKey, client_secret.
-# One pattern per word, each starting with a literal; `key` only after a qualifier (`api_key`).
+# Key names that end in one of these words hold secrets: DB_PASSWORD, apiKey, client_secret,
+# Rails' secret_key_base. One pattern per word, each starting with a literal; `key` only after
+# a qualifier (`api_key`).
 _KEY_QUALIFIERS = ("api", "access", "private", "secret", "auth", "signing", "encryption", "client")
-_SECRET_KEY_NAMES = (
+_PASSWORD_NAMES = (
     r"pass(?:word|wd|phrase)",
     r"pass(?<![a-z0-9]pass)",  # DB_PASS, SMTP_PASS; not bypass
     r"pwd",
+)
+_SECRET_KEY_NAMES = (
     r"secret",
     r"token",
     r"key(?:" + "|".join(f"(?<={q}key)|(?<={q}[_.-]key)" for q in _KEY_QUALIFIERS) + r")",
 )
+# Names that hold a credential as often as a mode or a module path (`auth = "basic"`).
+_WEAK_KEY_NAMES = (r"auth", r"credentials?")
 # The key, its closing quote or bracket, an optional annotation (`api_key: str = ...`), the
-# operator, then a string literal (`secret`) or a bare value running to the end of the line.
+# operator (none after a command-line flag), then a string literal (`secret`) or a bare value,
+# with the rest of its line looked at but not consumed.
 _ASSIGNMENT_TAIL = (
-    r"(?![a-z0-9_])[\"'\]]?(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=))?"
-    r"[ \t]*(?P<op>:=|=>|<-|=(?!=)|:)[ \t]*"
+    r"(?:_base)?(?![a-z0-9_])(?P<close>[\"'\]])?"
+    r"(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=))?"
+    r"(?P<pre>[ \t]*)(?:(?P<op>:=|=>|<-|=(?!=)|:|,)(?P<post>[ \t]*))?"
     r"(?:[rbuf]{0,2}(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200})(?P=quote)"
-    r"|(?P<bare>[^\s\"'`]+)[ \t\r]*$)"
+    r"|(?P<bare>[^\s\"'`]+)(?=(?P<rest>[^\n]*)))"
 )
-_LINE_KEY_PREFIX = re.compile(r"[ \t]*(?:export[ \t]+)?[\w.-]*")
+# What may come before a key on its line: indentation, a YAML list dash, an opening quote
+# (`- "DB_PASSWORD=..."`), a shell or Dockerfile keyword, other `NAME=value ` prefixes.
+_LINE_KEY_PREFIX = re.compile(
+    r"[ \t]*(?:-[ \t]+)?[\"']?(?:(?:export|env|set|sudo|ENV|ARG|RUN)[ \t]+)*"
+    r"(?:[A-Za-z_]\w*=[^\s\"'`]*[ \t]+)*[\w.-]*"
+)
+_UNQUOTED_PHRASE = re.compile(r"[A-Za-z0-9]+(?:[ \t]+[A-Za-z0-9]+){2,}")
+_NOT_A_FLAG_VALUE = ("-", "$", "%", "<", "{")
 
 
 def _starts_its_line(text: str, position: int) -> bool:
@@ -481,15 +526,56 @@ def _starts_its_line(text: str, position: int) -> bool:
     return _LINE_KEY_PREFIX.fullmatch(text, line_start, position) is not None
 
 
+def _ends_a_flag(lowered: str, position: int) -> bool:
+    """True when the name before `position` is the end of a long option: `--db-password`."""
+    start = position
+    while start > 0 and (lowered[start - 1].isalnum() or lowered[start - 1] in "-_"):
+        start -= 1
+    return (
+        lowered.startswith("--", start)
+        and start + 2 < position + 1
+        and lowered[start + 2 : start + 3].isalnum()
+        and (start == 0 or lowered[start - 1] in " \t\"'[(,=")
+    )
+
+
+_DEFINE_CALL = re.compile(r"define[ \t]*\([ \t]*[\"'][\w.-]*")
+
+
+def _defined_constant(text: str, match: re.Match[str]) -> bool:
+    """PHP's `define('DB_PASSWORD', ...)`: the name is the call's first argument, quoted."""
+    if match["close"] not in ('"', "'"):
+        return False
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    call = text.rfind("define", line_start, match.start())
+    return call != -1 and _DEFINE_CALL.fullmatch(text, call, match.start()) is not None
+
+
+def _credential_like(value: str) -> bool:
+    """A value under a name that often holds other things: letters and digits, not code."""
+    return (
+        len(value) >= 8
+        and _has_letter_and_digit(value)
+        and not _is_placeholder(value)
+        and _CODE_SHAPED.fullmatch(value) is None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _AssignmentRule:
-    """A value assigned to a secret-named key, in the syntax of most languages and configs."""
+    """A value given to a secret-named key, in the syntax of most languages, configs and
+    command lines: `=`, `:`, `=>`, `:=`, `<-`, `define('NAME', 'value')`, `NAME=value cmd`,
+    `- NAME=value` in a YAML list, `--name value` and `--name=value`."""
 
     pattern: re.Pattern[str]
     kind: str = "password-assignment"
     # For a generic name (`SERVICE_KEY`): the name must be written in capitals, as environment
     # variables are, and the value must look random, not like a word or a dictionary key.
     generic_name: str | None = None
+    # Passwords and passphrases may be words with spaces between them.
+    phrase: bool = False
+    # The name holds other things as often (`auth`): the value must look like a credential.
+    weak: bool = False
 
     def findings(self, text: str, lowered: str) -> Iterator[SecretFinding]:
         for match in self.pattern.finditer(lowered):
@@ -497,28 +583,187 @@ class _AssignmentRule:
                 name_end = match.start() + len(self.generic_name)
                 if text[match.start() : name_end] != self.generic_name.upper():
                     continue
-                start, end = match.span("secret" if match["secret"] is not None else "bare")
-                if _random_enough(text[start:end]) and (
-                    match["secret"] is not None or _starts_its_line(text, match.start())
-                ):
-                    yield SecretFinding(self.kind, start, end)
-                continue
-            if match["secret"] is not None:
-                start, end = match.span("secret")
-                if not _is_placeholder(text[start:end]):
-                    yield SecretFinding(self.kind, start, end)
-                continue
-            start, end = match.span("bare")
-            value = text[start:end]
-            if (
-                match["op"] in ("=", ":")
-                and len(value) >= 8
+            flag = _ends_a_flag(lowered, match.start())
+            span = self._secret_span(match, text, flag)
+            if span is not None:
+                yield SecretFinding("cli-credential" if flag else self.kind, *span)
+
+    def _secret_span(self, match: re.Match[str], text: str, flag: bool) -> tuple[int, int] | None:
+        op = match["op"]
+        if op is None and not (flag and match["pre"]):
+            return None  # a value after a bare name only follows a `--flag`
+        if op == "," and not (flag or _defined_constant(text, match)):
+            return None  # `, value` only after a flag or in define('DB_PASSWORD', '...')
+        if match["secret"] is not None:
+            start, end = match.span("secret")
+            return (start, end) if self._accepts(text[start:end], quoted=True) else None
+        start, end = match.span("bare")
+        value, rest = text[start:end], match["rest"]
+        if flag:
+            accepted = (
+                op in (None, "=")
+                and not value.startswith(_NOT_A_FLAG_VALUE)
+                and self._accepts(value, quoted=True)
+            )
+            return (start, end) if accepted else None
+        if op not in ("=", ":") or not _starts_its_line(text, match.start()):
+            return None
+        if rest.strip() in ("", '"', "'"):  # the value ends its line
+            return (start, end) if self._accepts_bare(match, text, value) else None
+        tight = not match["pre"] and not match["post"]
+        if op == "=" and tight and rest[0] in " \t":  # PGPASSWORD=... pg_dump
+            return (start, end) if self._accepts_bare(match, text, value) else None
+        phrase = (value + rest).rstrip()
+        if self.phrase and _UNQUOTED_PHRASE.fullmatch(phrase) and self._accepts(phrase, True):
+            return start, start + len(phrase)
+        return None
+
+    def _accepts(self, value: str, quoted: bool) -> bool:
+        if self.generic_name is not None or (self.weak and not quoted):
+            return _random_enough(value)
+        if self.weak:
+            return _credential_like(value)
+        return not _is_placeholder(value, phrase=self.phrase)
+
+    def _accepts_bare(self, match: re.Match[str], text: str, value: str) -> bool:
+        """An unquoted value: code unless it mixes letters and digits, or the name is an
+        environment variable's (capitals, `=` without spaces) as in `.env` and compose lists."""
+        if self.generic_name is not None or self.weak:
+            return _random_enough(value)
+        if _CODE_SHAPED.fullmatch(value) is not None or _is_placeholder(value):
+            return False
+        if len(value) >= 8 and _has_letter_and_digit(value):
+            return True
+        name_start = match.start()
+        while name_start > 0 and (text[name_start - 1].isalnum() or text[name_start - 1] == "_"):
+            name_start -= 1
+        name = text[name_start : match.start("pre")]
+        environment_style = (
+            match["op"] == "=" and not match["pre"] and not match["post"] and name.isupper()
+        )
+        return environment_style and len(value) >= 6
+
+
+# A name/value pair: Kubernetes' `- name: DB_PASSWORD` with `value: ...` on the next line,
+# ECS task definitions' `{"name": "...", "value": "..."}`.
+_PAIR_SECRET_NAME = (
+    r"[\w.-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|credentials?"
+    r"|(?:" + "|".join(_KEY_QUALIFIERS) + r")[_.-]?key)(?:_base)?"
+)
+_NAME_VALUE_PAIRS = tuple(
+    re.compile(
+        label + r"[\"']?[ \t]*[:=][ \t]*[\"']?" + _PAIR_SECRET_NAME + r"[\"']?[ \t]*,?[ \t]*"
+        r"(?:\r?\n[ \t]*(?:-[ \t]+)?)?[\"']?value[\"']?[ \t]*[:=][ \t]*"
+        r"(?P<quote>[\"']?)(?P<secret>[^\s\"'`,}\]]{4,200})(?P=quote)(?![^\s,}\]])"
+    )
+    for label in ("name", "key")
+)
+
+
+def _pair_value(value: str) -> bool:
+    return _non_trivial(value) and _CODE_SHAPED.fullmatch(value) is None
+
+
+# A password on a command line, after the flag its tool reads it from.
+_COMMAND_END = r"[^\n|;&#]*?"
+_FLAG_VALUE = r"(?P<quote>[\"']?)(?P<secret>[^\s\"'`]+)(?P=quote)"
+# Each pattern starts with a literal (the regex engine skips ahead to it), the tool's name.
+_REGISTRY_CLIENTS = ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "registry")
+_COMMAND_LINE_RULES: tuple[_Rule, ...] = (
+    *(
+        _Rule(  # mysql -pPASS: the password joined to the flag
+            "cli-credential",
+            re.compile(
+                tool
+                + r"(?:dump|admin|import|check|sh|-dump|-admin)?\b"
+                + _COMMAND_END
+                + r"[ \t]-p"
+                + _FLAG_VALUE
+            ),
+            _non_trivial,
+        )
+        for tool in ("mysql", "mariadb")
+    ),
+    _Rule(  # docker login -p PASS, and the registry clients that copy it
+        "cli-credential",
+        re.compile(
+            r"login\b(?:"
+            + "|".join(f"(?<={tool} login)" for tool in _REGISTRY_CLIENTS)
+            + ")"
+            + _COMMAND_END
+            + r"[ \t]-p[ \t]+"
+            + _FLAG_VALUE
+        ),
+        _non_trivial,
+        word_start=False,
+    ),
+    _Rule("cli-credential", re.compile(r"sshpass[ \t]+-p[ \t]*" + _FLAG_VALUE), _non_trivial),
+    _Rule(  # curl -u user:password
+        "cli-credential",
+        re.compile(
+            r"curl\b"
+            + _COMMAND_END
+            + r"[ \t](?:-u|--user)[ \t=]*(?P<quote>[\"']?)[^\s:\"'`]+:"
+            + r"(?P<secret>[^\s\"'`]+)(?P=quote)"
+        ),
+        _non_trivial,
+    ),
+)
+
+# A user and a password passed as a pair: `auth=('admin', '...')`, `HTTPBasicAuth('u', '...')`,
+# Go's `SetBasicAuth("u", "...")`.
+_AUTH_ARGUMENT = _Rule(
+    "auth-argument",
+    re.compile(
+        r"auth(?:[ \t]*[=:][ \t]*[(\[]|\()[ \t]*[rbu]?([\"'])[^\"'\n]{1,64}\1[ \t]*,[ \t]*"
+        r"[rbu]?([\"'])(?P<secret>[^\"'\n]{3,200})\2"
+    ),
+    _non_trivial,
+    lowercase=True,
+    word_start=False,
+)
+
+# Hex tokens (Twilio, Algolia, Mailchimp, ...) look like hashes; near a word of authentication
+# and no word of hashing, a quoted one is a token.
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_AUTH_CONTEXT = re.compile(r"auth|token|secret|passw|credential|api[_-]?key|\bsid\b|client|login")
+_HASH_CONTEXT = re.compile(
+    r"hash|sha\d|shasum|md5|digest|checksum|commit|\brev|etag|uuid|fingerprint|integrity|nonce"
+    r"|hexlify|salt|hmac|kdf|scrypt"
+)
+
+
+def _in_auth_context(text: str, lowered: str, start: int, end: int) -> bool:
+    """The line of `text[start:end]`, with the line before it, speaks of authentication and not
+    of hashing."""
+    line_start = text.rfind("\n", 0, start)
+    previous_start = text.rfind("\n", 0, line_start) + 1 if line_start > 0 else 0
+    line_end = text.find("\n", end)
+    context = lowered[previous_start : line_end if line_end != -1 else len(text)]
+    return _AUTH_CONTEXT.search(context) is not None and _HASH_CONTEXT.search(context) is None
+
+
+@dataclass(frozen=True, slots=True)
+class _QuotedTokenRule:
+    """Quoted strings that are tokens by their look: random (`high-entropy`), or 32+ hex digits
+    in an authentication context (`hex-token`). One pass over the quoted strings for both."""
+
+    pattern: re.Pattern[str] = re.compile(r"([\"'`])(?P<secret>[A-Za-z0-9+/=_-]{20,})\1")
+
+    def findings(self, text: str, lowered: str) -> Iterator[SecretFinding]:
+        for match in self.pattern.finditer(text):
+            value = match["secret"]
+            start, end = match.span("secret")
+            if _looks_random(value):
+                yield SecretFinding("high-entropy", start, end)
+            elif (
+                len(value) >= 32
+                and _HEX.fullmatch(value) is not None
+                and not _mixed_case(value)
                 and _has_letter_and_digit(value)
-                and _CODE_SHAPED.fullmatch(value) is None
-                and not _is_placeholder(value)
-                and _starts_its_line(text, match.start())
+                and _in_auth_context(text, lowered, start, end)
             ):
-                yield SecretFinding(self.kind, start, end)
+                yield SecretFinding("hex-token", start, end)
 
 
 _SCHEMES_BEFORE_AT = frozenset({"mailto", "sip", "sips", "xmpp", "tel", "news", "git", "ssh"})
@@ -549,20 +794,26 @@ class _DsnRule:
                 yield SecretFinding(self.kind, start, end)
 
 
-_RULES: tuple[_Rule | _AssignmentRule | _DsnRule, ...] = (
+_RULES: tuple[_Rule | _AssignmentRule | _DsnRule | _QuotedTokenRule, ...] = (
     *_TOKEN_RULES,
     *(
-        _AssignmentRule(re.compile(name + _ASSIGNMENT_TAIL, re.MULTILINE))
+        _AssignmentRule(re.compile(name + _ASSIGNMENT_TAIL, re.MULTILINE), phrase=True)
+        for name in _PASSWORD_NAMES
+    ),
+    *(
+        _AssignmentRule(re.compile(name + _ASSIGNMENT_TAIL, re.MULTILINE), phrase=True)
         for name in _SECRET_KEY_NAMES
     ),
-    _AssignmentRule(re.compile("_key" + _ASSIGNMENT_TAIL, re.MULTILINE), generic_name="_key"),
-    _DsnRule(),
-    _Rule(
-        "high-entropy",
-        re.compile(r"([\"'`])(?P<secret>[A-Za-z0-9+/=_-]{20,})\1"),
-        _looks_random,
-        word_start=False,
+    *(
+        _AssignmentRule(re.compile(name + _ASSIGNMENT_TAIL, re.MULTILINE), weak=True)
+        for name in _WEAK_KEY_NAMES
     ),
+    _AssignmentRule(re.compile("_key" + _ASSIGNMENT_TAIL, re.MULTILINE), generic_name="_key"),
+    *(_Rule("name-value-pair", pair, _pair_value, lowercase=True) for pair in _NAME_VALUE_PAIRS),
+    *_COMMAND_LINE_RULES,
+    _AUTH_ARGUMENT,
+    _DsnRule(),
+    _QuotedTokenRule(),
 )
 
 _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
