@@ -150,7 +150,7 @@ _PROSE_WORD = re.compile(
 )
 # `access_token`, `db_password`: a value that names a secret is a key of a mapping, not one.
 _SECRET_NAME_VALUE = re.compile(
-    r"[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)*[_.-](?:pass\w*|pwd|secret|token|key)"
+    r"_?[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)*[_.-](?:pass\w*|pwd|secret|token|key)"
 )
 
 
@@ -599,10 +599,11 @@ class _AssignmentRule:
             return (start, end) if self._accepts(text[start:end], quoted=True) else None
         start, end = match.span("bare")
         value, rest = text[start:end], match["rest"]
-        if flag:
+        if flag:  # a word after a flag may be prose: `--password suffers from ...`
             accepted = (
                 op in (None, "=")
                 and not value.startswith(_NOT_A_FLAG_VALUE)
+                and (_has_letter_and_digit(value) or _mixed_case(value))
                 and self._accepts(value, quoted=True)
             )
             return (start, end) if accepted else None
