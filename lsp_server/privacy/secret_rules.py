@@ -118,6 +118,12 @@ _FILE_OR_URL_PREFIXES = ("/", "./", "../", "~/", "http://", "https://", "file:")
 _FILE_SUFFIXES = (".json", ".pem", ".key", ".txt", ".yml", ".yaml", ".toml", ".env", ".ini")
 # Unquoted right-hand sides that are code, not a value: calls, attribute chains, snake_case names.
 _CODE_SHAPED = re.compile(r"[\w.]*[(\[{,;].*|[A-Za-z_]\w*(?:\.\w+)+|(?=\w*_)[A-Za-z_]\w*")
+# A part of 16+ letters and digits, both: `npm_bbu6s7c1dg79lpnq...` is a token, not a name.
+_TOKEN_PART = re.compile(r"(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{16,}")
+
+
+def _code_shaped(value: str) -> bool:
+    return _CODE_SHAPED.fullmatch(value) is not None and _TOKEN_PART.search(value) is None
 
 
 def _is_placeholder(value: str, *, phrase: bool = False) -> bool:
@@ -290,7 +296,7 @@ def _random_enough(value: str) -> bool:
         len(value) >= 12
         and _has_letter_and_digit(value)
         and not _is_placeholder(value)
-        and _CODE_SHAPED.fullmatch(value) is None
+        and not _code_shaped(value)
         and _word_like_share(value) <= 0.65
     )
 
@@ -505,12 +511,15 @@ _WEAK_KEY_NAMES = (r"auth", r"credentials?")
 # operator (none after a command-line flag), then a string literal (`secret`) or a bare value,
 # with the rest of its line looked at but not consumed.
 _ASSIGNMENT_TAIL = (
-    r"(?:_base)?(?![a-z0-9_])(?P<close>[\"'\]])?"
-    r"(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=))?"
-    r"(?P<pre>[ \t]*)(?:(?P<op>:=|=>|<-|=(?!=)|:|,)(?P<post>[ \t]*))?"
-    r"(?:[rbuf]{0,2}(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200})(?P=quote)"
-    r"|(?P<bare>[^\s\"'`]+)(?=(?P<rest>[^\n]*)))"
+    r"(?:_base)?(?![a-z0-9_])(?P<close>\\?[\"'\]])?"
+    r"(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=)|[ \t]+[\w.\[\]*]{1,40}(?=[ \t]*=[^=]))?"
+    r"(?P<pre>[ \t]*)(?:(?P<op>:{1,3}=|[.+?]=|=>|<-|=(?!=)|:|,|>)(?P<post>[ \t]*))?"
+    r"(?P<block>[|>][-+]?[ \t]*\r?\n[ \t]+|\r?\n[ \t]*)?"
+    r"(?:[rbuf]{0,2}\\?(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200}?)\\?(?P=quote)"
+    r"|(?P<bare>[^\s\"'`<]+)(?=(?P<rest>[^\n]*)))"
 )
+# Operators after which an unquoted value runs to the end of its line (Makefiles' among them).
+_LINE_VALUE_OPERATORS = frozenset({"=", ":", ":=", "::=", ":::=", "?="})
 # What may come before a key on its line: indentation, a YAML list dash, an opening quote
 # (`- "DB_PASSWORD=..."`), a shell or Dockerfile keyword, other `NAME=value ` prefixes.
 _LINE_KEY_PREFIX = re.compile(
@@ -524,6 +533,14 @@ _NOT_A_FLAG_VALUE = ("-", "$", "%", "<", "{")
 def _starts_its_line(text: str, position: int) -> bool:
     line_start = text.rfind("\n", 0, position) + 1
     return _LINE_KEY_PREFIX.fullmatch(text, line_start, position) is not None
+
+
+def _opens_tag(text: str, position: int) -> bool:
+    """True when the name before `position` is an XML element's: `<dbPassword>`."""
+    start = position
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.:-"):
+        start -= 1
+    return start > 0 and text[start - 1] == "<"
 
 
 def _ends_a_flag(lowered: str, position: int) -> bool:
@@ -557,7 +574,7 @@ def _credential_like(value: str) -> bool:
         len(value) >= 8
         and _has_letter_and_digit(value)
         and not _is_placeholder(value)
-        and _CODE_SHAPED.fullmatch(value) is None
+        and not _code_shaped(value)
     )
 
 
@@ -594,11 +611,19 @@ class _AssignmentRule:
             return None  # a value after a bare name only follows a `--flag`
         if op == "," and not (flag or _defined_constant(text, match)):
             return None  # `, value` only after a flag or in define('DB_PASSWORD', '...')
+        if op == ">" and not _opens_tag(text, match.start()):
+            return None  # `<password>...</password>`, not `token > 0`
+        block = match["block"]
+        if block is not None and op != ":" and not (op == ">" and block[0] in "\r\n"):
+            return None  # on the next line only in YAML (`key: |`) and XML elements
         if match["secret"] is not None:
             start, end = match.span("secret")
             return (start, end) if self._accepts(text[start:end], quoted=True) else None
         start, end = match.span("bare")
         value, rest = text[start:end], match["rest"]
+        if op == ">":
+            ends = rest.startswith("</") or not rest.strip()
+            return (start, end) if ends and self._accepts(value, quoted=True) else None
         if flag:  # a word after a flag may be prose: `--password suffers from ...`
             accepted = (
                 op in (None, "=")
@@ -607,7 +632,7 @@ class _AssignmentRule:
                 and self._accepts(value, quoted=True)
             )
             return (start, end) if accepted else None
-        if op not in ("=", ":") or not _starts_its_line(text, match.start()):
+        if op not in _LINE_VALUE_OPERATORS or not _starts_its_line(text, match.start()):
             return None
         if rest.strip() in ("", '"', "'"):  # the value ends its line
             return (start, end) if self._accepts_bare(match, text, value) else None
@@ -631,7 +656,7 @@ class _AssignmentRule:
         environment variable's (capitals, `=` without spaces) as in `.env` and compose lists."""
         if self.generic_name is not None or self.weak:
             return _random_enough(value)
-        if _CODE_SHAPED.fullmatch(value) is not None or _is_placeholder(value):
+        if _code_shaped(value) or _is_placeholder(value):
             return False
         if len(value) >= 8 and _has_letter_and_digit(value):
             return True
@@ -662,7 +687,7 @@ _NAME_VALUE_PAIRS = tuple(
 
 
 def _pair_value(value: str) -> bool:
-    return _non_trivial(value) and _CODE_SHAPED.fullmatch(value) is None
+    return _non_trivial(value) and not _code_shaped(value)
 
 
 # A password on a command line, after the flag its tool reads it from.

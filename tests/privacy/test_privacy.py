@@ -541,6 +541,24 @@ def test_ordinary_code_stays_quiet_under_the_new_rules(text: str) -> None:
     assert find_secrets(text) == []
 
 
+# The syntaxes gitleaks writes its rule tests in, beyond `=` and `:`.
+MORE_SYNTAXES = [
+    f"<settings><password>{DB_PASSWORD}</password></settings>",
+    f"<apiToken>\n    {DB_PASSWORD}\n</apiToken>",
+    f"db_password: |\n  {DB_PASSWORD}\n",
+    f'{{\\"db_password\\": \\"{DB_PASSWORD}\\"}}',
+    f'var apiToken string = "{DB_PASSWORD}"',
+    f'$dbPassword .= "{DB_PASSWORD}";',
+    f"DB_PASSWORD ?= {DB_PASSWORD}",
+    f"DEPLOY_TOKEN=npm_{fake(36).lower()}",
+]
+
+
+@pytest.mark.parametrize("text", MORE_SYNTAXES)
+def test_a_secret_named_key_is_read_in_more_syntaxes(text: str) -> None:
+    assert {finding.kind for finding in find_secrets(text)} == {"password-assignment"}
+
+
 # Placeholders, references and prose in the shapes the key-name rules read: compose lists,
 # Kubernetes pairs, command lines, arguments, framework secret files.
 KEY_NAME_NEGATIVES = [
@@ -591,6 +609,11 @@ KEY_NAME_NEGATIVES = [
     'sshpass -p "$SSHPASS" ssh host',
     "if password == confirm_password:",
     "set password = NULL where id = 1",
+    "if token > limit:",
+    "while token >= 0x10:",
+    "<password>{{ vault_password }}</password>",
+    "<token></token>",
+    "password:\n  required: true",
 ]
 
 
