@@ -60,7 +60,7 @@ _ASSIGNMENT_TAIL = (
     r"(?P<pre>[ \t]*)(?:(?P<op>:{1,3}=|[.+?]=|=>|<-|=(?!=)|:|,|>)(?P<post>[ \t]*))?"
     r"(?P<block>[|>][-+]?[ \t]*\r?\n[ \t]+|\r?\n[ \t]*)?"
     r"(?:[rbuf]{0,2}\\?(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200}?)\\?(?P=quote)"
-    r"|(?P<bare>[^\s\"'`<]+)(?=(?P<rest>[^\n]*)))"
+    r"|(?P<bare>[^\s\"'`<]+)(?=(?P<rest>[^\n]{0,256})))"
 )
 # Operators after which an unquoted value runs to the end of its line (Makefiles' among them).
 _LINE_VALUE_OPERATORS = frozenset({"=", ":", ":=", "::=", ":::=", "?="})
@@ -70,13 +70,19 @@ _LINE_KEY_PREFIX = re.compile(
     r"[ \t]*(?:-[ \t]+)?[\"']?(?:(?:export|env|set|sudo|ENV|ARG|RUN)[ \t]+)*"
     r"(?:[A-Za-z_]\w*=[^\s\"'`]*[ \t]+)*[\w.-]*"
 )
+_MAX_KEY_OFFSET = 256
 _UNQUOTED_PHRASE = re.compile(r"[A-Za-z0-9]+(?:[ \t]+[A-Za-z0-9]+){2,}")
 _NOT_A_FLAG_VALUE = ("-", "$", "%", "<", "{")
 
 
 def _starts_its_line(text: str, position: int) -> bool:
-    line_start = text.rfind("\n", 0, position) + 1
-    return _LINE_KEY_PREFIX.fullmatch(text, line_start, position) is not None
+    """True when only a key's usual prefixes come before `position` on its line, within
+    `_MAX_KEY_OFFSET` characters (so a long line costs each key a bounded look back)."""
+    floor = max(0, position - _MAX_KEY_OFFSET - 1)
+    newline = text.rfind("\n", floor, position)
+    if newline == -1 and floor > 0:
+        return False
+    return _LINE_KEY_PREFIX.fullmatch(text, newline + 1, position) is not None
 
 
 def _opens_tag(text: str, position: int) -> bool:
@@ -235,7 +241,7 @@ def _pair_value(value: str) -> bool:
 
 
 # A password on a command line, after the flag its tool reads it from.
-_COMMAND_END = r"[^\n|;&#]*?"
+_COMMAND_END = r"[^\n|;&#]{0,200}?"  # the flags of one command, a bounded look ahead
 _FLAG_VALUE = r"(?P<quote>[\"']?)(?P<secret>[^\s\"'`]+)(?P=quote)"
 # Each pattern starts with a literal (the regex engine skips ahead to it), the tool's name.
 _REGISTRY_CLIENTS = ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "registry")

@@ -233,13 +233,18 @@ _HASH_CONTEXT = re.compile(
 )
 
 
+_CONTEXT_REACH = 256
+
+
 def _in_auth_context(text: str, lowered: str, start: int, end: int) -> bool:
     """The line of `text[start:end]`, with the line before it, speaks of authentication and not
-    of hashing."""
-    line_start = text.rfind("\n", 0, start)
-    previous_start = text.rfind("\n", 0, line_start) + 1 if line_start > 0 else 0
-    line_end = text.find("\n", end)
-    context = lowered[previous_start : line_end if line_end != -1 else len(text)]
+    of hashing (looking at most `_CONTEXT_REACH` characters either way)."""
+    floor = max(0, start - _CONTEXT_REACH)
+    line_start = text.rfind("\n", floor, start)
+    previous_start = text.rfind("\n", floor, line_start) + 1 if line_start > floor else floor
+    ceiling = min(len(text), end + _CONTEXT_REACH)
+    line_end = text.find("\n", end, ceiling)
+    context = lowered[previous_start : line_end if line_end != -1 else ceiling]
     return _AUTH_CONTEXT.search(context) is not None and _HASH_CONTEXT.search(context) is None
 
 
