@@ -52,14 +52,16 @@ _SECRET_KEY_NAMES = (
 # Names that hold a credential as often as a mode or a module path (`auth = "basic"`).
 _WEAK_KEY_NAMES = (r"auth", r"credentials?")
 # The key, its closing quote or bracket, an optional annotation (`api_key: str = ...`), the
-# operator (none after a command-line flag), then a string literal (`secret`) or a bare value,
-# with the rest of its line looked at but not consumed.
+# operator (none after a command-line flag), then a string literal (`secret`; still `open` at
+# the end of its line while it is being typed) or a bare value, with the rest of its line
+# looked at but not consumed.
 _ASSIGNMENT_TAIL = (
     r"(?:_base)?(?![a-z0-9_])(?P<close>\\?[\"'\]])?"
     r"(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=)|[ \t]+[\w.\[\]*]{1,40}(?=[ \t]*=[^=]))?"
     r"(?P<pre>[ \t]*)(?:(?P<op>:{1,3}=|[.+?]=|=>|<-|=(?!=)|:|,|>)(?P<post>[ \t]*))?"
     r"(?P<block>[|>][-+]?[ \t]*\r?\n[ \t]+|\r?\n[ \t]*)?"
-    r"(?:[rbuf]{0,2}\\?(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200}?)\\?(?P=quote)"
+    r"(?:[rbuf]{0,2}\\?(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200}?)"
+    r"(?:\\?(?P=quote)|(?P<open>[ \t]*$))"
     r"|(?P<bare>[^\s\"'`<]+)(?=(?P<rest>[^\n]{0,256})))"
 )
 # Operators after which an unquoted value runs to the end of its line (Makefiles' among them).
@@ -83,6 +85,14 @@ def _starts_its_line(text: str, position: int) -> bool:
     if newline == -1 and floor > 0:
         return False
     return _LINE_KEY_PREFIX.fullmatch(text, newline + 1, position) is not None
+
+
+def _opens_a_string(text: str, quote_at: int) -> bool:
+    """True when the quote at `quote_at`, the last of its kind on its line, opens a string (a
+    password being typed, its closing quote not there yet) rather than closing one: an even
+    number of the same quote comes before it on the line."""
+    line_start = text.rfind("\n", max(0, quote_at - _MAX_KEY_OFFSET - 1), quote_at) + 1
+    return text.count(text[quote_at], line_start, quote_at) % 2 == 0
 
 
 def _opens_tag(text: str, position: int) -> bool:
@@ -168,6 +178,8 @@ class NamedSecretRule:
             return None  # on the next line only in YAML (`key: |`) and XML elements
         if match["secret"] is not None:
             start, end = match.span("secret")
+            if match["open"] is not None and not _opens_a_string(text, match.start("quote")):
+                return None
             return (start, end) if self._accepts(text[start:end], quoted=True) else None
         start, end = match.span("bare")
         value, rest = text[start:end], match["rest"]

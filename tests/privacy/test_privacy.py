@@ -551,6 +551,9 @@ MORE_SYNTAXES = [
     f'$dbPassword .= "{DB_PASSWORD}";',
     f"DB_PASSWORD ?= {DB_PASSWORD}",
     f"DEPLOY_TOKEN=npm_{fake(36).lower()}",
+    # Being typed: the closing quote is not there yet.
+    'password = "correct horse',
+    f"  db_password: '{DB_PASSWORD}",
 ]
 
 
@@ -614,6 +617,8 @@ KEY_NAME_NEGATIVES = [
     "<password>{{ vault_password }}</password>",
     "<token></token>",
     "password:\n  required: true",
+    'print("shlex: token=" + repr(raw))',
+    "self.assertIn('Password:', stderr.getvalue())",
 ]
 
 
