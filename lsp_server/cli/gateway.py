@@ -18,6 +18,7 @@ from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
+from lsp_server.gateway.open_files import connection_limit
 from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
 from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
@@ -92,8 +93,10 @@ async def _serve(
             ),
             host=host,
             port=port,
-            http=head_timeout_protocol(limits.header_timeout_ms / 1000),
-            limit_concurrency=limits.max_connections,
+            http=head_timeout_protocol(
+                limits.header_timeout_ms / 1000, max_half_open_per_ip=limits.max_half_open_per_ip
+            ),
+            limit_concurrency=connection_limit(limits.max_connections),
             timeout_keep_alive=5,
             log_level="warning",
             access_log=False,

@@ -562,6 +562,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("gateway", "header_timeout_ms"): _positive,
     ("gateway", "body_timeout_ms"): _positive,
     ("gateway", "max_connections"): _positive,
+    ("gateway", "max_half_open_per_ip"): _positive,
     ("endpoints", "name"): _non_empty,
     ("endpoints", "model"): _non_empty,
     ("endpoints", "base_url"): _http_url,

@@ -48,6 +48,19 @@ DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
     "**/*.tfstate.backup",
     "**/*service?account*.json",
     "**/client_secret*.json",
+    "**/application_default_credentials.json",  # gcloud
+    "**/gcloud/@(credentials|access_tokens).db",
+    "**/gcloud/legacy_credentials/**",
+    "**/.azure/**",  # Azure CLI token caches and service principals
+    "**/@(gh|GitHub CLI)/hosts.yml",  # GitHub CLI
+    "**/.dev.vars",  # Cloudflare Workers
+    "**/.dev.vars.*",
+    "**/.streamlit/secrets.toml",
+    "**/config/secrets.yml",  # Rails
+    # ASP.NET Core: per-environment settings hold production secrets; the Development file is
+    # the template's, checked in to be shared (its passwords are still caught by content).
+    "**/appsettings.!(Development).json",
+    "**/usersecrets/*/secrets.json",  # dotnet user-secrets
 )
 
 
@@ -133,10 +146,13 @@ class GatewayConfig:
     # hedge budget there; the password is read from the variable `state_password_env` names.
     state_url: str = ""
     state_password_env: str = ""
-    # What a slow or stalled client may hold: a request's head and body must arrive in time.
+    # What a slow or stalled client may hold: a request's head and body must arrive in time,
+    # and one address may keep only so many connections waiting for a head (its oldest such
+    # connection is closed past that).
     header_timeout_ms: int = 10_000
     body_timeout_ms: int = 30_000
-    max_connections: int = 256
+    max_connections: int = 2048
+    max_half_open_per_ip: int = 32
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,11 @@ guards close that:
 - `head_timeout_protocol`: uvicorn's own HTTP protocol, which answers 408 and closes the
   connection when a request's head (request line and headers) is not complete within the
   timeout, counted from the connection or from the first byte of the next request on it, and
-  431 when the head grows past `MAX_HEAD_BYTES`.
+  431 when the head grows past `MAX_HEAD_BYTES`. One address may hold only so many connections
+  whose head is still coming (half-open); past that, its oldest half-open connection is closed.
+  The oldest, not the newest: a healthy client behind the same address (a NAT, a proxy) sends
+  its head at once, so its connection is never the oldest waiting one, and it is served while
+  a slow one from its address churns through its own quota.
 - `BodyDeadline`: ASGI middleware; a request body not received whole within its timeout is
   answered 408 and the connection closed.
 """
@@ -39,17 +43,25 @@ _HEAD_TIMEOUT = _closing_response("408 Request Timeout", "the request head came 
 _HEAD_TOO_LARGE = _closing_response(
     "431 Request Header Fields Too Large", "the request head is too large\n"
 )
+_TOO_MANY_WAITING = _closing_response(
+    "408 Request Timeout", "too many connections from this address are waiting for a request\n"
+)
 
 
-def head_timeout_protocol(timeout_s: float) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol (httptools or h11, as uvicorn would pick) with a head timeout."""
+def head_timeout_protocol(timeout_s: float, *, max_half_open_per_ip: int) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (httptools or h11, as uvicorn would pick) with a head timeout and
+    at most `max_half_open_per_ip` connections per client address waiting for their head."""
+    # The connections whose head is still coming, by client address, oldest first.
+    half_open: dict[str, dict[HeadTimeoutProtocol, None]] = {}
 
     class HeadTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
         _head_timer: asyncio.TimerHandle | None = None
         _head_bytes = 0
+        _address = ""
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
+            self._address = self.client[0] if self.client else ""
             self._arm()
 
         def data_received(self, data: bytes) -> None:
@@ -73,11 +85,20 @@ def head_timeout_protocol(timeout_s: float) -> type[asyncio.Protocol]:
         def _arm(self) -> None:
             self._head_bytes = 0
             self._head_timer = self.loop.call_later(timeout_s, self._refuse, _HEAD_TIMEOUT)
+            waiting = half_open.setdefault(self._address, {})
+            waiting[self] = None
+            if len(waiting) > max_half_open_per_ip:
+                next(iter(waiting))._refuse(_TOO_MANY_WAITING)
 
         def _disarm(self) -> None:
             if self._head_timer is not None:
                 self._head_timer.cancel()
                 self._head_timer = None
+            waiting = half_open.get(self._address)
+            if waiting is not None:
+                waiting.pop(self, None)
+                if not waiting:
+                    del half_open[self._address]
 
         def _refuse(self, response: bytes) -> None:
             self._disarm()

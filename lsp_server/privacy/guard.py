@@ -2,8 +2,9 @@
 
 A request must stay on this machine when its document is sensitive by path, when a secret is in
 what would be sent, or when the document holds a private key anywhere. What would be sent is
-judged generously: the whole lines around a prompt window (up to `CONTEXT_MARGIN` characters
-beyond each edge), so a window that starts or ends inside a token still sees the whole token.
+judged generously: the whole lines around a prompt window and one line more each way (up to
+`CONTEXT_MARGIN` characters beyond each edge), so a window that starts or ends inside a token
+still sees the whole token, and a value cut from its name on the line before still has it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ _MAX_MEMOS = 256
 
 
 def context_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """`text[start:end]` widened to whole lines, at most `CONTEXT_MARGIN` further each way."""
+    """`text[start:end]` widened to whole lines and one more line each way (a name on one line
+    and its value on the next), at most `CONTEXT_MARGIN` further each way."""
     floor = max(0, start - CONTEXT_MARGIN)
     newline = text.rfind("\n", floor, start)
+    if newline != -1:
+        newline = text.rfind("\n", floor, newline)
     span_start = newline + 1 if newline != -1 else floor
     ceiling = min(len(text), end + CONTEXT_MARGIN)
     newline = text.find("\n", end, ceiling)
+    if newline != -1:
+        newline = text.find("\n", newline + 1, ceiling)
     span_end = newline if newline != -1 else ceiling
     return span_start, span_end
 

@@ -167,9 +167,11 @@ class SecretMemo:
 
     Between two keystrokes only the cursor's line changes; the lines before and after it are
     the same text again. Their verdicts are remembered by value (a dictionary lookup hashes the
-    text, much cheaper than scanning it), so a keystroke rescans one line. Every rule but the
-    private key block looks within one line, so scanning the three parts apart finds what
-    scanning them together would; a prompt with a key block in it is scanned whole.
+    text, much cheaper than scanning it), so a keystroke rescans the cursor's line with its
+    neighbours. Every rule but the private key block looks within one line or two adjacent
+    ones (a name, and its value on the next line), so scanning the text before, the three
+    lines around the cursor and the text after apart finds what scanning them together would;
+    a prompt with a key block in it is scanned whole.
     """
 
     def __init__(self, capacity: int = 32) -> None:
@@ -189,7 +191,9 @@ class SecretMemo:
             return finding.kind if finding is not None else None
         head, _, line_start = prefix.rpartition("\n")
         line_end, _, tail = suffix.partition("\n")
-        current = first_secret(line_start + line_end)
+        previous_line = head.rpartition("\n")[2]
+        next_line = tail.partition("\n")[0]
+        current = first_secret(f"{previous_line}\n{line_start}{line_end}\n{next_line}")
         if current is not None:
             return current.kind
         return self._remembered(head) or self._remembered(tail)

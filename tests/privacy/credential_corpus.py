@@ -26,7 +26,15 @@ _ALPHABETS = {
     "digits": string.digits,
     "b64": string.ascii_letters + string.digits + "+/",
     "url": string.ascii_letters + string.digits + "_-",
+    # WordPress' salt generator: printable ASCII but quotes and backslash.
+    "salt": string.ascii_letters + string.digits + "!#$%&()*+,-./:;<=>?@[]^_`{|}~ ",
 }
+# Words of a passphrase (`{words:N}`): no word a prompt or a sentence would use.
+_WORDS = (
+    *("correct", "horse", "battery", "staple", "orbit", "maple", "tundra", "velvet", "cobalt"),
+    *("lantern", "pepper", "quartz", "harbor", "falcon", "meadow", "ember", "glacier", "saddle"),
+    *("walnut", "cactus", "violet", "thunder", "pebble", "canyon", "marble", "copper", "willow"),
+)
 _FIELD = re.compile(r"\{(\w+):(\d+)\}")
 
 
@@ -135,6 +143,79 @@ TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
     ("mailgun-key", "mg.py", 'MAILGUN = "ke' + 'y-{hex:32}"'),
     ("age-secret-key", "age.txt", "AGE-SECRET" + "-KEY-1{upper:58}"),
     ("high-entropy", "fixtures.py", 'CONFIG = {{"signature": "{alnum:40}"}}'),
+    # Compose `environment:` lists.
+    (
+        "password-assignment",
+        "docker-compose.yml",
+        "services:\n  db:\n    image: mysql:8\n    environment:\n      - MYSQL_PASS={alnum:14}\n",
+    ),
+    (
+        "password-assignment",
+        "compose.yaml",
+        'services:\n  db:\n    environment:\n      - "POSTGRES_PASSWORD={alnum:16}"\n',
+    ),
+    (
+        "password-assignment",
+        "compose.prod.yml",
+        "    environment:\n      - MYSQL_ROOT_PASSWORD={letters:12}\n      - MYSQL_DATABASE=shop\n",
+    ),
+    (
+        "password-assignment",
+        "compose.override.yml",
+        "    environment:\n      REDIS_PASSWORD: {alnum:20}\n",
+    ),
+    # Kubernetes env pairs: the name on one line, the value on the next.
+    (
+        "name-value-pair",
+        "deployment.yaml",
+        "        env:\n        - name: DB_PASSWORD\n          value: {alnum:16}\n",
+    ),
+    (
+        "name-value-pair",
+        "job.yaml",
+        '          env:\n            - name: "API_TOKEN"\n              value: "{alnum:24}"\n',
+    ),
+    (
+        "name-value-pair",
+        "task-definition.json",
+        '"environment": [{{"name": "STRIPE_SECRET", "value": "{alnum:24}"}}]',
+    ),
+    # Passwords with spaces.
+    ("password-assignment", "mailer.py", 'password = "{words:4}"'),
+    ("password-assignment", "gpg.yml", "signing:\n  passphrase: '{words:5}'\n"),
+    ("password-assignment", "db.ini", "[db]\npassword = {words:4}\n"),
+    # Command lines: password flags and environment prefixes.
+    ("cli-credential", "backup.sh", "mysql -u root -p{alnum:12} shop < dump.sql"),
+    ("cli-credential", "restore.sh", "mysqldump --user=app -p'{alnum:12}' shop > shop.sql"),
+    ("cli-credential", "release.sh", "docker login -u deploy -p {alnum:20} registry.acme.io"),
+    (
+        "cli-credential",
+        "azure.sh",
+        "az login --service-principal -u http://deployer --password {alnum:20} --tenant acme",
+    ),
+    ("cli-credential", "deploy.sh", "./deploy --api-key={alnum:32} --region eu-west-1"),
+    ("cli-credential", "smoke.sh", "curl -u admin:{alnum:14} https://ci.acme.io/api/json"),
+    (
+        "password-assignment",
+        "dump.sh",
+        "PGPASSWORD={alnum:14} pg_dump -h db -U app shop > shop.sql",
+    ),
+    ("password-assignment", "Makefile", "\tMYSQL_PWD={alnum:12} mysql -u app shop < schema.sql"),
+    # Credentials passed as arguments.
+    ("auth-argument", "client.py", "r = requests.get(url, auth=('admin', '{alnum:14}'))"),
+    ("auth-argument", "fetch.py", "session.auth = HTTPBasicAuth('deploy', '{alnum:16}')"),
+    ("password-assignment", "api.py", "login(user='deploy', password='{alnum:14}')"),
+    ("hex-token", "sms.py", 'client = Client("AC{hex:32}", "{hex:32}")'),
+    ("hex-token", "search.js", "const client = algoliasearch('{upper:10}', '{hex:32}');"),
+    (
+        "password-assignment",
+        "pusher.py",
+        "pusher = Pusher(app_id='{digits:7}', key='{hex:20}', secret='{hex:20}')",
+    ),
+    # Framework secret files.
+    ("password-assignment", "config/secrets.yml", "production:\n  secret_key_base: {hex:128}\n"),
+    ("password-assignment", "wp-config.php", "define( 'DB_PASSWORD', '{alnum:16}' );"),
+    ("password-assignment", "wp-salts.php", "define('AUTH_KEY',         '{salt:64}');"),
     # Found by their file name alone.
     (None, ".env", "DEBUG=1\nMODE=plain\n"),
     (None, "id_ed25519", "not shown\n"),
@@ -142,6 +223,13 @@ TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
     (None, ".aws/credentials", "[default]\nregion = eu-west-1\n"),
     (None, "prod.tfvars", 'region = "eu-west-1"\n'),
     (None, "release.keystore", "binary\n"),
+    (None, ".config/gh/hosts.yml", "github.com:\n    user: octo\n    git_protocol: ssh\n"),
+    (None, ".config/gcloud/application_default_credentials.json", '{{"type": "user"}}\n'),
+    (None, ".azure/msal_token_cache.json", "{{}}\n"),
+    (None, ".dev.vars", "MODE=plain\n"),
+    (None, ".streamlit/secrets.toml", 'region = "eu"\n'),
+    (None, "config/secrets.yml", "production:\n  region: eu\n"),
+    (None, "appsettings.Production.json", '{{"Logging": {{}}}}\n'),
 )
 
 
@@ -151,6 +239,8 @@ def _expand(template: str, rng: random.Random) -> str:
         if name == "basic":
             password = _draw(rng, _ALPHABETS["alnum"], size)
             return base64.b64encode(f"deploy:{password}".encode()).decode()
+        if name == "words":
+            return " ".join(rng.choice(_WORDS) for _ in range(size))
         if name == "pem":
             return "\n".join(_draw(rng, _ALPHABETS["b64"], 64) for _ in range(size))
         return _draw(rng, _ALPHABETS[name], size)

@@ -322,6 +322,33 @@ DEFAULT_POLICY = SensitivityPolicy(DEFAULT_SENSITIVE_GLOBS)
         ("/home/u/proj/infra/terraform.tfstate", "**/*.tfstate"),
         ("/home/u/proj/gcp-service-account.json", "**/*service?account*.json"),
         ("/home/u/proj/client_secret_1234.json", "**/client_secret*.json"),
+        ("/home/u/.config/gh/hosts.yml", "**/@(gh|GitHub CLI)/hosts.yml"),
+        ("C:/Users/u/AppData/Roaming/GitHub CLI/hosts.yml", "**/@(gh|GitHub CLI)/hosts.yml"),
+        (
+            "/home/u/.config/gcloud/application_default_credentials.json",
+            "**/application_default_credentials.json",
+        ),
+        ("/home/u/.config/gcloud/credentials.db", "**/gcloud/@(credentials|access_tokens).db"),
+        ("/home/u/.config/gcloud/access_tokens.db", "**/gcloud/@(credentials|access_tokens).db"),
+        (
+            "/home/u/.config/gcloud/legacy_credentials/me@x.io/adc.json",
+            "**/gcloud/legacy_credentials/**",
+        ),
+        ("/home/u/.azure/msal_token_cache.json", "**/.azure/**"),
+        ("/home/u/.azure/msal_token_cache.bin", "**/.azure/**"),
+        ("/home/u/.azure/accessTokens.json", "**/.azure/**"),
+        ("/home/u/.azure/service_principal_entries.json", "**/.azure/**"),
+        ("/home/u/proj/worker/.dev.vars", "**/.dev.vars"),
+        ("/home/u/proj/worker/.dev.vars.staging", "**/.dev.vars.*"),
+        ("/home/u/proj/.streamlit/secrets.toml", "**/.streamlit/secrets.toml"),
+        ("/home/u/proj/config/secrets.yml", "**/config/secrets.yml"),
+        ("/home/u/proj/Api/appsettings.Production.json", "**/appsettings.!(Development).json"),
+        ("/home/u/proj/Api/appsettings.Staging.json", "**/appsettings.!(Development).json"),
+        ("/home/u/.microsoft/usersecrets/4f1c-77/secrets.json", "**/usersecrets/*/secrets.json"),
+        (
+            "C:/Users/u/AppData/Roaming/Microsoft/UserSecrets/4f1c-77/secrets.json",
+            "**/usersecrets/*/secrets.json",
+        ),
     ],
 )
 def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
@@ -342,6 +369,14 @@ def test_sensitive_paths_match_their_glob(path_or_uri: str, glob: str) -> None:
         "/home/u/proj/secrets.py",
         "/home/u/proj/my.key.py",
         "/home/u/proj/keyboard.ts",
+        # The shared, checked-in settings of ASP.NET Core and Streamlit, and neighbours of the
+        # credential files above.
+        "/home/u/proj/Api/appsettings.json",
+        "/home/u/proj/Api/appsettings.Development.json",
+        "/home/u/proj/.streamlit/config.toml",
+        "/home/u/proj/config/database.yml",
+        "/home/u/proj/gh/hosts.py",
+        "/home/u/proj/dev.vars.md",
         "file:///home/u/proj/src/app.py",
         "file:///c%3A/Users/u/proj/README.md",
         "untitled:Untitled-1",
@@ -504,6 +539,117 @@ NEW_NEGATIVES = [
 @pytest.mark.parametrize("text", NEW_NEGATIVES)
 def test_ordinary_code_stays_quiet_under_the_new_rules(text: str) -> None:
     assert find_secrets(text) == []
+
+
+# The syntaxes gitleaks writes its rule tests in, beyond `=` and `:`.
+MORE_SYNTAXES = [
+    f"<settings><password>{DB_PASSWORD}</password></settings>",
+    f"<apiToken>\n    {DB_PASSWORD}\n</apiToken>",
+    f"db_password: |\n  {DB_PASSWORD}\n",
+    f'{{\\"db_password\\": \\"{DB_PASSWORD}\\"}}',
+    f'var apiToken string = "{DB_PASSWORD}"',
+    f'$dbPassword .= "{DB_PASSWORD}";',
+    f"DB_PASSWORD ?= {DB_PASSWORD}",
+    f"DEPLOY_TOKEN=npm_{fake(36).lower()}",
+    # Being typed: the closing quote is not there yet.
+    'password = "correct horse',
+    f"  db_password: '{DB_PASSWORD}",
+]
+
+
+@pytest.mark.parametrize("text", MORE_SYNTAXES)
+def test_a_secret_named_key_is_read_in_more_syntaxes(text: str) -> None:
+    assert {finding.kind for finding in find_secrets(text)} == {"password-assignment"}
+
+
+# Placeholders, references and prose in the shapes the key-name rules read: compose lists,
+# Kubernetes pairs, command lines, arguments, framework secret files.
+KEY_NAME_NEGATIVES = [
+    "      - MYSQL_PASSWORD=${MYSQL_PASSWORD}",
+    '      - "POSTGRES_PASSWORD=changeme"',
+    "      - MYSQL_ALLOW_EMPTY_PASSWORD=yes",
+    "      - MYSQL_RANDOM_ROOT_PASSWORD=true",
+    "      - POSTGRES_PASSWORD_FILE=/run/secrets/db_password",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password",
+    "- name: DB_PASSWORD\n  value: $(DB_PASS)",
+    '- name: API_TOKEN\n  value: "{{ .Values.apiToken }}"',
+    "- name: DB_HOST\n  value: db.internal.acme",
+    'password = "Enter your password"',
+    'password = "the password of the user"',
+    "password: The password of the user",
+    'PASSWORD_HELP = "correct horse battery"',
+    "mysql -u root -p shop < dump.sql",
+    'mysql -u root -p"$MYSQL_PWD" shop',
+    "mysql -u root -P 3306 -h db shop",
+    'docker login -u deploy -p "$REGISTRY_PASSWORD" registry.acme.io',
+    "echo $PW | docker login --password-stdin -u deploy registry.acme.io",
+    "deploy --password $PASSWORD",
+    "deploy --password <password>",
+    "deploy --token=${{ secrets.DEPLOY_TOKEN }}",
+    'parser.add_argument("--password", help="the database password")',
+    "parser.add_argument('--token', '-t', default=None)",
+    "pg_dump --password-file /run/secrets/db shop",
+    "PGPASSWORD=$PW pg_dump -h db shop",
+    'PGPASSWORD="${PW}" pg_dump -h db shop',
+    "requests.get(url, auth=(user, password))",
+    "requests.get(url, auth=('admin', os.environ['ADMIN_PASSWORD']))",
+    "requests.get(url, auth=('user', 'xxxx'))",
+    'os.environ.get("DB_PASSWORD", "")',
+    'md5 = "d41d8cd98f00b204e9800998ecf8427e"',
+    'client.download(sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")',
+    '  secret_key_base: <%= ENV["SECRET_KEY_BASE"] %>',
+    "define('DB_PASSWORD', getenv('DB_PASSWORD'));",
+    "define( 'DB_PASSWORD', '' );",
+    "define('AUTH_KEY', 'put your unique phrase here');",
+    "define('DB_NAME', 'wordpress_prod');",
+    'auth = "django.contrib.auth"',
+    "AUTHENTICATION_BACKENDS = ['django.contrib.auth.backends.ModelBackend']",
+    'token = "access_token"',
+    '{"password": "db_password", "user": "db_user"}',
+    'INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes"]',
+    "curl -u $USER:$TOKEN https://ci.acme.io",
+    "curl -u admin https://ci.acme.io",
+    'sshpass -p "$SSHPASS" ssh host',
+    "if password == confirm_password:",
+    "set password = NULL where id = 1",
+    "if token > limit:",
+    "while token >= 0x10:",
+    "<password>{{ vault_password }}</password>",
+    "<token></token>",
+    "password:\n  required: true",
+    'print("shlex: token=" + repr(raw))',
+    "self.assertIn('Password:', stderr.getvalue())",
+]
+
+
+@pytest.mark.parametrize("text", KEY_NAME_NEGATIVES)
+def test_placeholders_in_every_key_name_syntax_are_not_secrets(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_kubernetes_pair_is_found_from_every_cursor_position() -> None:
+    value = fake(16)
+    text = f"env:\n- name: DB_PASSWORD\n  value: {value}\n- name: MODE\n  value: plain\n"
+    policy = SensitivityPolicy(())
+    for cursor in range(len(text) + 1):
+        verdict = classify(
+            policy,
+            "/p/k.yaml",
+            text[:cursor],
+            text[cursor:],
+            redact_secrets=True,
+            memo=SecretMemo(),
+        )
+        assert verdict.detail == "name-value-pair", cursor
+
+
+def test_a_window_that_starts_at_the_value_line_still_sees_its_name() -> None:
+    value = fake(16)
+    document = f"# settings\n- name: DB_PASSWORD\n  value: {value}\n" + "x = 1\n" * 3
+    start = document.index("  value:")
+    assert find_secrets(document[start:]) == []  # the value alone says nothing
+    reason = guard().window_reason("file:///p/k.yaml", document, start, start, len(document))
+    assert reason is not None
 
 
 def guard() -> PrivacyGuard:

@@ -130,6 +130,14 @@ SENSITIVE_PATHS = (
     "infra/prod.tfvars",
     "infra/terraform.tfstate",
     "gcp-service-account.json",
+    ".config/gh/hosts.yml",
+    ".config/gcloud/application_default_credentials.json",
+    ".azure/msal_token_cache.json",
+    ".azure/accessTokens.json",
+    "worker/.dev.vars",
+    ".streamlit/secrets.toml",
+    "config/secrets.yml",
+    "appsettings.Production.json",
 )
 CORPUS = [sample for sample in load_corpus() if sample.kind]
 
@@ -350,3 +358,33 @@ async def test_sensitive_content_never_reaches_the_endpoint(
         bytes_leaked=leaked,
         memory_growth_mb=growth,
     )
+
+
+async def test_each_credential_shape_stays_home_in_its_own_file(tmp_path: Path) -> None:
+    """As a new user meets it: every labelled sample of the corpus in a file of its usual name
+    (`docker-compose.yml`, `wp-config.php`, `config/secrets.yml`, ...), one document open and
+    one inline request with the cursor after the secret, bytes counted at the recording
+    endpoint. Every sample is tried before judging, so a failure names all that leaked."""
+    with FakeLLMServer(Behaviour(text="compute()\n"), name="recording") as endpoint:
+        config = ROUTING + endpoint_toml("remote", endpoint.base_url)
+        async with lsp_session(tmp_path, config_text=config) as client:
+            leaked: list[str] = []
+            for index, sample in enumerate(load_corpus()):
+                path = tmp_path / f"case_{index}" / sample.file_name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                marker = marker_for(f"case_{index}")
+                probe = Probe(path, marker, f"{sample.text}\n# {marker}\n")
+                before = endpoint.bytes_received
+                open_document(client, probe.uri, probe.text)
+                cursor = end_of(probe)
+                await inline_completion(client, probe.uri, cursor.line, cursor.character)
+                if endpoint.bytes_received != before:
+                    leaked.append(f"{sample.kind or 'by name'}: {sample.file_name}")
+            assert leaked == [], f"{len(leaked)} reached the endpoint: {leaked}"
+
+            marker = marker_for("control")
+            control = Probe(tmp_path / "control.py", marker, f"# {marker}\nresult = ")
+            open_document(client, control.uri, control.text)
+            cursor = end_of(control)
+            await inline_completion(client, control.uri, cursor.line, cursor.character)
+            assert control.marker in endpoint.received_text()

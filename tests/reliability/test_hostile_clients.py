@@ -8,6 +8,7 @@ The gateway runs with short `header_timeout_ms` and `body_timeout_ms` and a smal
 from __future__ import annotations
 
 import contextlib
+import selectors
 import socket
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lsp_server.config.model import GatewayConfig
 from tests.gateway.test_gateway import Gateway, running_gateway
 from tests.support import hostile_upstream as hostile
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -217,4 +219,67 @@ def test_chat_survives_a_hostile_refactor_endpoint(
         failures_survived=2 if expected == "backup" else 0,
         memory_growth_mb=growth,
         failed_over=served_by.count("backup"),
+    )
+
+
+FLOOD_ADDRESS = "127.0.0.2"  # the flooding peer's own loopback address
+FLOOD_CONNECTIONS = 400
+OLD_CONNECTION_LIMIT = 256  # the default that 256 silent connections used to exhaust
+
+
+def closed_by_server(connections: list[socket.socket], timeout_s: float) -> int:
+    """How many of `connections` the server has answered or closed within `timeout_s`."""
+    pending = set(connections)
+    deadline = time.monotonic() + timeout_s
+    with selectors.DefaultSelector() as selector:
+        for connection in pending:
+            selector.register(connection, selectors.EVENT_READ)
+        while pending and time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                selector.unregister(key.fileobj)
+                pending.discard(key.fileobj)  # type: ignore[arg-type]
+    return len(connections) - len(pending)
+
+
+def test_a_healthy_client_is_served_while_a_peer_holds_400_half_open_connections(
+    tmp_path: Path, backup: FakeLLMServer
+) -> None:
+    """One peer opens 400 connections and sends nothing, more than the 256 connections the
+    gateway allows here; a client elsewhere, and one behind the flooding peer's own address,
+    still get their answers, because each address keeps only its newest half-open connections."""
+    cap = GatewayConfig().max_half_open_per_ip
+    config = (
+        "[local]\nenabled = false\n\n[gateway]\nheader_timeout_ms = 120000\n"
+        f"max_connections = {OLD_CONNECTION_LIMIT}\n\n"
+        + endpoint_toml("backup", backup.base_url, roles='["inline", "refactor"]')
+    )
+    request = {"model": "gateway-ls", "prompt": "value = ", "max_tokens": 8}
+    with running_gateway(tmp_path, config) as gateway, contextlib.ExitStack() as stack:
+        flood = [
+            stack.enter_context(
+                socket.create_connection(
+                    address(gateway), timeout=10, source_address=(FLOOD_ADDRESS, 0)
+                )
+            )
+            for _ in range(FLOOD_CONNECTIONS)
+        ]
+        elsewhere = completion(gateway)
+        neighbour = httpx.Client(transport=httpx.HTTPTransport(local_address=FLOOD_ADDRESS))
+        with neighbour:
+            same_address = neighbour.post(
+                f"{gateway.base_url}/completions", json=request, timeout=10
+            )
+        still_open = FLOOD_CONNECTIONS - closed_by_server(flood, timeout_s=5)
+        assert gateway.process.poll() is None
+    assert elsewhere.status_code == 200, elsewhere.text
+    assert same_address.status_code == 200, same_address.text
+    # The server let go of all but the newest half-open connections of the flooding address
+    # (one fewer once the neighbour's connection took a place and then sent its head).
+    assert cap - 1 <= still_open <= cap
+    report_scenario(
+        "gateway-half-open-flood",
+        requests=2,
+        failures_survived=FLOOD_CONNECTIONS,
+        memory_growth_mb=None,
+        failed_over=0,
     )
