@@ -117,7 +117,7 @@ class RawLspClient:
         return waiter
 
     async def request(
-        self, method: str, params: Any = None, *, timeout_s: float = 15
+        self, method: str, params: Any = None, *, timeout_s: float = 30
     ) -> dict[str, Any]:
         """The response message (result or error) to one request."""
         waiter = self.send_request(method, params)
@@ -145,7 +145,7 @@ class RawLspClient:
     def notifications(self, method: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("method") == method and "id" not in m]
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 15) -> bool:
+    async def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 30) -> bool:
         deadline = asyncio.get_running_loop().time() + timeout_s
         while not predicate():
             if asyncio.get_running_loop().time() > deadline:
