@@ -15,7 +15,9 @@ OfflineMode = Literal["auto", "always", "never"]
 EndpointKind = Literal[
     "openai", "anthropic", "ollama", "inception", "mistral", "deepseek", "llamacpp"
 ]
-Role = Literal["inline", "refactor"]
+# "inline": keystroke-level suggestions; "refactor": rewrites by a reasoning model; "agent":
+# chat with tools from the gateway (coding agents).
+Role = Literal["inline", "refactor", "agent"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
@@ -61,6 +63,9 @@ class RoutingConfig:
     redact_secrets: bool = True
     # Share of inline requests that may be hedged; bounds the extra traffic hedging costs.
     max_hedge_ratio: float = 0.2
+    # A gateway chat that offers tools may be hedged only when this is true: a hedged request
+    # whose both answers call a tool would have the agent run it twice.
+    hedge_tool_calls: bool = False
 
 
 def default_threads() -> int:
@@ -102,7 +107,9 @@ class EndpointConfig:
     # Paths under base_url; empty: the kind's documented path (config/providers.py).
     fim_path: str = ""
     chat_path: str = ""
-    max_tokens: int = 64
+    max_tokens: int = 64  # inline suggestions and refactor answers
+    # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).
+    chat_max_tokens: int = 8192
     timeout_ms: int = 2000
     price_per_mtok: Price = field(default_factory=Price)
 
