@@ -193,7 +193,10 @@ def _chat_events_of(
             usage.completion_tokens += 1 if streamed else estimate_tokens(len(text))
         events.append(text)
     for position, raw in enumerate(_list(holder.get("tool_calls"))):
-        events.extend(_tool_call_pieces(calls, raw, position, streamed))
+        pieces = _tool_call_pieces(calls, raw, position, streamed)
+        if pieces and not usage.reported:
+            usage.completion_tokens += 1 if streamed else len(json.dumps(raw)) // CHARS_PER_TOKEN
+        events.extend(pieces)
     return events
 
 
