@@ -134,3 +134,9 @@ def test_invalid_and_unknown_settings_are_still_errors() -> None:
     with pytest.raises(ConfigError, match="did you mean"):
         settings.with_overrides({"routing": {"offlien": "always"}}, origin="initializationOptions")
     assert settings.effective == FILE
+
+
+def test_a_repository_cannot_have_tool_calls_hedged() -> None:
+    """Hedging a tool call can run the tool twice: only the file may allow it."""
+    screened = screen_overrides(FILE, {"routing": {"hedge_tool_calls": True}})
+    assert [refusal.key for refusal in screened.refused] == ["routing.hedge_tool_calls"]

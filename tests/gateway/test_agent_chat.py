@@ -299,6 +299,24 @@ def test_a_tool_call_without_arguments_gets_an_empty_object(
     assert "".join(p["function"].get("arguments", "") for p in pieces) == "{}"
 
 
+def test_an_upstream_refusing_the_request_is_told_as_it_said_and_trips_no_breaker(
+    gateway: Gateway, agent_up: FakeLLMServer
+) -> None:
+    agent_up.behaviour = Behaviour(fault="status:400")
+    client = gateway.client()
+    for _ in range(4):  # more than a breaker takes to open on failures
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(model="agent", messages=ASK, tools=[WEATHER_TOOL])
+        assert caught.value.code == "upstream_rejected"
+        assert "agent refused the request" in caught.value.message
+    status = httpx.get(f"{gateway.base_url}/gateway-ls/status", timeout=10).json()
+    (agent,) = [e for e in status["endpoints"] if e["name"] == "agent"]
+    assert agent["health"] != "open" and agent["errors"] == 0
+    agent_up.behaviour = weather_agent()
+    reply = client.chat.completions.create(model="agent", messages=ASK, tools=[WEATHER_TOOL])
+    assert reply.choices[0].finish_reason == "tool_calls"
+
+
 # --- the Anthropic kind -------------------------------------------------------------------
 
 
