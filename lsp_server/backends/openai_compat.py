@@ -195,7 +195,7 @@ def _chat_events_of(
     for position, raw in enumerate(_list(holder.get("tool_calls"))):
         pieces = _tool_call_pieces(calls, raw, position, streamed)
         if pieces and not usage.reported:
-            usage.completion_tokens += 1 if streamed else len(json.dumps(raw)) // CHARS_PER_TOKEN
+            usage.completion_tokens += 1 if streamed else estimate_tokens(len(json.dumps(raw)))
         events.extend(pieces)
     return events
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 OfflineMode = Literal["auto", "always", "never"]
+LocalToolCalls = Literal["auto", "chatml", "off"]
 EndpointKind = Literal[
     "openai", "anthropic", "ollama", "inception", "mistral", "deepseek", "llamacpp"
 ]
@@ -85,6 +86,9 @@ class LocalConfig:
     # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.
     deadline_ms: int = 1500
     max_tokens: int = 32  # inline suggestions from the local model
+    # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
+    # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
+    tool_calls: LocalToolCalls = "auto"
 
 
 @dataclass(frozen=True, slots=True)
