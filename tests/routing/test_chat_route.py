@@ -12,6 +12,7 @@ import pytest
 from lsp_server.backends.base import ChatMessage, ChatRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Role, RoutingConfig
+from lsp_server.reasons import Reason
 from lsp_server.routing.chat_route import ChatRefused, NotAChatModel, UnknownModel
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -102,11 +103,11 @@ async def test_without_agent_endpoints_auto_falls_back_to_refactor_then_inline(
     ) as router:
         plan = router.chats.plan("auto", ChatRequest(HELLO), local_only=None)
         assert [e.name for e in plan.candidates] == ["thinker"]
-        assert plan.reason == "refactor-fallback"
+        assert plan.reason is Reason.CONFIGURED  # the refactor endpoints stand in
     async with router_for(config(endpoint("typist", b, ("inline",), fim=True))) as router:
         plan = router.chats.plan("auto", ChatRequest(HELLO), local_only=None)
         assert [e.name for e in plan.candidates] == ["typist"]
-        assert plan.reason == "inline-fallback"
+        assert plan.reason is Reason.INLINE_FALLBACK
 
 
 async def test_a_sensitive_chat_has_only_the_local_model_or_nothing(
@@ -116,7 +117,7 @@ async def test_a_sensitive_chat_has_only_the_local_model_or_nothing(
     async with router_for(config(endpoint("agent", a, ("agent",)))) as router:
         for model in ("auto", "agent", "fast", "reasoning"):
             with pytest.raises(ChatRefused) as refused:
-                router.chats.plan(model, ChatRequest(HELLO), local_only="secret")
+                router.chats.plan(model, ChatRequest(HELLO), local_only=Reason.SENSITIVE)
             assert "must stay on this machine" in str(refused.value)
 
 
@@ -157,7 +158,7 @@ async def test_a_chat_that_may_call_a_tool_is_not_hedged_unless_configured(
         assert routed.hedged is hedged
         if hedged:
             assert len(b.requests) == 1
-            assert routed.endpoint == "b" and routed.reason == "hedge-win"
+            assert routed.endpoint == "b" and routed.reason is Reason.HEDGE_WIN
         else:
             assert b.requests == []
             assert routed.endpoint == "a" and routed.text == "from a"
