@@ -65,7 +65,7 @@ class AnthropicBackend(Backend):
             yield text
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        async with contextlib.aclosing(self.chat_events(request, usage)) as events:
+        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, str):
                     yield event

@@ -422,7 +422,7 @@ class LocalBackend(LocalModel):
         chunks = llm.create_chat_completion(
             messages=messages,
             max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
-            temperature=request.temperature,
+            temperature=0.0 if request.temperature is None else request.temperature,
             stop=list(request.stop),
             stream=True,
             logits_processor=LogitsProcessorList([before_token]),
@@ -457,7 +457,7 @@ class LocalBackend(LocalModel):
             stream=True,
             logits_processor=LogitsProcessorList([before_token]),
         )
-        self._pump(job, chunks, _tool_chat_events)  # type: ignore[arg-type]
+        self._pump(job, chunks, _tool_chat_events)
 
     def _require_model(self) -> Llama:
         if self._llm is None:

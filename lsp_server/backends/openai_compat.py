@@ -85,7 +85,7 @@ class OpenAICompatibleBackend(Backend):
         return body
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        async with contextlib.aclosing(self.chat_events(request, usage)) as events:
+        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, str):
                     yield event
@@ -99,7 +99,7 @@ class OpenAICompatibleBackend(Backend):
         calls = ToolCallStream(self.name)
         path = relative(chat_path(self.config))
         payloads = self._payloads(path, chat_body(self.config, request), usage)
-        async with contextlib.aclosing(payloads):  # closed at once when the caller stops
+        async with contextlib.aclosing(payloads):  # type: ignore[type-var]
             async for payload, streamed in payloads:
                 for event in _chat_events_of(payload, streamed, usage, calls):
                     yield event
@@ -111,7 +111,7 @@ class OpenAICompatibleBackend(Backend):
     ) -> AsyncIterator[str]:
         usage = usage if usage is not None else Usage()
         payloads = self._payloads(path, body, usage)
-        async with contextlib.aclosing(payloads):  # closed at once when the caller stops
+        async with contextlib.aclosing(payloads):  # type: ignore[type-var]
             async for payload, streamed in payloads:
                 text = read_choice(payload, usage)
                 if text:
@@ -217,7 +217,9 @@ def _tool_call_pieces(
     """One upstream tool-call object (a stream piece or a whole call) as regular pieces."""
     if not isinstance(raw, dict):
         return []
-    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    function = raw.get("function")
+    if not isinstance(function, dict):
+        function = {}
     index = raw.get("index")
     if not isinstance(index, int) or isinstance(index, bool):
         index = None if streamed else position
