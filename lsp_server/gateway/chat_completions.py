@@ -24,7 +24,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta
+from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
 from lsp_server.chat.service import ChatService
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
@@ -57,7 +57,6 @@ UNCAPPED = 1_000_000_000
 USAGE_HEADER = "X-Gateway-LS-Usage"
 ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
 REASON_HEADER = "X-Gateway-LS-Reason"
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +112,7 @@ def chat_error(error: UnknownModel | NotAChatModel | ChatRefused | ChatFailed) -
 def usage_of(routed: ChatRouted, chat: ChatRequest) -> tuple[dict[str, int], str]:
     """The usage body, and whether its counts are the upstream's (`upstream`) or estimates."""
     usage = routed.usage
-    estimate = (sum(len(m.content) for m in chat.messages) + 3) // CHARS_PER_TOKEN
+    estimate = estimate_tokens(sum(len(m.content) for m in chat.messages))
     prompt = usage.prompt_tokens or estimate
     counted = "upstream" if usage.reported else "estimated"
     return usage_body(prompt, usage.completion_tokens), counted
