@@ -282,6 +282,35 @@ def test_a_streamed_tool_call_keeps_the_spec_and_usage_comes_last_when_asked(
     assert usage_chunk["choices"] == [] and usage_chunk["usage"]["total_tokens"] > 0
 
 
+@pytest.mark.parametrize("model", ["agent", "claude"])
+def test_parallel_tool_calls_stream_each_under_its_own_index(
+    gateway: Gateway, agent_up: FakeLLMServer, claude_up: FakeLLMServer, model: str
+) -> None:
+    two = (
+        {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    )
+    for server in (agent_up, claude_up):
+        server.behaviour = Behaviour(text="", tool_calls=two, chunk_chars=4)
+    payloads = post_stream(
+        gateway, {"model": model, "messages": ASK, "tools": [WEATHER_TOOL], "stream": True}
+    )
+    pieces = [
+        call for p in payloads[:-1] for call in p["choices"][0]["delta"].get("tool_calls", [])
+    ]
+    ids: dict[int, str] = {}
+    arguments: dict[int, str] = {}
+    for piece in pieces:
+        if "id" in piece:
+            assert piece["index"] not in ids, "a call was opened twice"
+            ids[piece["index"]] = piece["id"]
+        arguments[piece["index"]] = arguments.get(piece["index"], "") + piece["function"].get(
+            "arguments", ""
+        )
+    assert sorted(ids) == [0, 1] and ids[0] != ids[1]
+    assert [json.loads(arguments[i])["city"] for i in (0, 1)] == ["Paris", "Oslo"]
+
+
 def test_a_tool_call_without_arguments_gets_an_empty_object(
     gateway: Gateway, agent_up: FakeLLMServer
 ) -> None:
