@@ -1,8 +1,10 @@
-"""The Anthropic Messages API (`kind = "anthropic"`): streamed chat, and inline completion asked
-for in words, since the API has no fill-in-the-middle mode."""
+"""The Anthropic Messages API (`kind = "anthropic"`): streamed chat with tool calls (translated
+to and from the OpenAI shapes by `anthropic_wire`), and inline completion asked for in words,
+since the API has no fill-in-the-middle mode."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -10,9 +12,11 @@ from typing import Any
 import httpx
 
 from lsp_server.backends import http_common
+from lsp_server.backends.anthropic_wire import MessagesEvents, finish_reason, messages_body
 from lsp_server.backends.base import (
     Backend,
     BackendError,
+    ChatEvent,
     ChatRequest,
     CompletionRequest,
     FailureKind,
@@ -61,6 +65,15 @@ class AnthropicBackend(Backend):
             yield text
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, str):
+                    yield event
+
+    async def chat_events(
+        self, request: ChatRequest, usage: Usage | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        """The answer's text and tool calls, translated from the Messages stream."""
         key = self._api_key()
         headers = {
             "x-api-key": key,
@@ -72,7 +85,7 @@ class AnthropicBackend(Backend):
             async with self._client.stream(
                 "POST",
                 chat_path(self.config).lstrip("/"),
-                json=self._body(request),
+                json=messages_body(self.config.model, request),
                 headers=headers,
                 extensions=http_common.setup_timing(usage),
             ) as response:
@@ -82,8 +95,11 @@ class AnthropicBackend(Backend):
                     raise BackendError(
                         self.name, FailureKind.PROTOCOL, f"not an event stream: {content_type}"
                     )
-                async for text in self._stream_texts(response, usage or Usage()):
-                    text, stopped = stops.feed(text)
+                async for event in self._stream_events(response, usage or Usage()):
+                    if not isinstance(event, str):
+                        yield event
+                        continue
+                    text, stopped = stops.feed(event)
                     if text:
                         yield text
                     if stopped:
@@ -115,38 +131,23 @@ class AnthropicBackend(Backend):
             reason = f"no API key: the environment variable {self.config.api_key_env} is not set"
         raise BackendError(self.name, FailureKind.AUTH, reason)
 
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "messages": [
-                {"role": m.role, "content": m.content}
-                for m in request.messages
-                if m.role != "system"
-            ],
-            "stream": True,
-        }
-        if system:
-            body["system"] = system
-        # The API refuses stop sequences made of whitespace; those are applied here instead.
-        if stop_sequences := [stop for stop in request.stop if stop.strip()]:
-            body["stop_sequences"] = stop_sequences
-        return body
-
-    async def _stream_texts(self, response: httpx.Response, usage: Usage) -> AsyncIterator[str]:
-        """The text deltas of a Messages stream; usage is filled as its events arrive."""
+    async def _stream_events(
+        self, response: httpx.Response, usage: Usage
+    ) -> AsyncIterator[ChatEvent]:
+        """The text and tool-call pieces of a Messages stream; usage is filled as its events
+        arrive."""
+        reader = MessagesEvents(self.name)
         async for event in http_common.sse_events(self.name, response):
             if not event.data.strip():
                 continue
             payload = self._event_payload(event.data)
             kind = payload.get("type") or event.event
-            if kind == "content_block_delta":
-                delta = payload.get("delta")
-                text = delta.get("text") if isinstance(delta, dict) else None
-                if text and isinstance(delta, dict) and delta.get("type") == "text_delta":
-                    yield str(text)
+            if kind == "content_block_start":
+                for piece in reader.block_start(payload):
+                    yield piece
+            elif kind == "content_block_delta":
+                for piece in reader.block_delta(payload):
+                    yield piece
             elif kind == "message_start":
                 message = payload.get("message")
                 _count_usage(message.get("usage") if isinstance(message, dict) else None, usage)
@@ -154,9 +155,11 @@ class AnthropicBackend(Backend):
                 _count_usage(payload.get("usage"), usage)
                 delta = payload.get("delta")
                 stop_reason = delta.get("stop_reason") if isinstance(delta, dict) else None
-                if stop_reason:
-                    usage.finish_reason = "length" if stop_reason == "max_tokens" else "stop"
+                if isinstance(stop_reason, str) and stop_reason:
+                    usage.finish_reason = finish_reason(stop_reason)
             elif kind == "message_stop":
+                for piece in reader.finish():
+                    yield piece
                 return
             elif kind == "error":
                 raise stream_error(self.name, payload.get("error"))

@@ -1,17 +1,20 @@
 """The interface every model backend implements, and the error it raises.
 
-A backend streams text. Cancellation is asyncio cancellation: when the task that iterates a
-stream is cancelled, the backend must stop its work at once (close the HTTP stream, stop local
-generation between tokens) and let `CancelledError` propagate.
+A backend streams text; a chat may also stream tool calls (`chat_events`). Cancellation is
+asyncio cancellation: when the task that iterates a stream is cancelled, the backend must stop
+its work at once (close the HTTP stream, stop local generation between tokens) and let
+`CancelledError` propagate.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, Literal
 
 from lsp_server.config.model import CHAT_MAX_TOKENS
 
@@ -86,17 +89,75 @@ class CompletionRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call the assistant asked for; `arguments` is JSON text as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
-    role: str  # "system" | "user" | "assistant"
+    """One turn of a conversation, as an OpenAI chat client sends it.
+
+    `content` is the turn's text (its text parts joined); `parts` keeps the content parts as
+    sent when they are more than text (images), for backends that take them. An assistant turn
+    may carry `tool_calls`; a `tool` turn answers the call named by `tool_call_id`.
+    """
+
+    role: str  # "system" | "developer" | "user" | "assistant" | "tool"
     content: str
+    parts: tuple[Mapping[str, Any], ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
+    name: str = ""
+
+
+TokenLimitField = Literal["max_tokens", "max_completion_tokens"]
 
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
+    """A chat conversation to answer.
+
+    `temperature` None: none is sent, the upstream's default holds. `tools` are OpenAI
+    function tools as the client sent them; `tool_choice` None: not sent. `options` holds the
+    other request fields in OpenAI's names (`response_format`, `parallel_tool_calls`, `seed`,
+    `top_p`, `user`, `metadata`, `reasoning_effort`, and fields unknown here), which each
+    backend forwards where its kind takes them. `token_limit_field` is the name the client
+    gave its token cap, so an OpenAI endpoint gets it under the name it asked for.
+    """
+
     messages: tuple[ChatMessage, ...]
     max_tokens: int = CHAT_MAX_TOKENS
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     stop: tuple[str, ...] = field(default_factory=tuple)
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: Any = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    token_limit_field: TokenLimitField = "max_tokens"
+
+    @property
+    def uses_tools(self) -> bool:
+        """Whether answering needs a model that knows tool calls: tools offered, or tool
+        turns in the history."""
+        return bool(self.tools) or any(m.tool_calls or m.role == "tool" for m in self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a streamed tool call. The first piece of call `index` carries its `id` and
+    function `name`; later pieces add `arguments` text."""
+
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+# What a chat streams: text, or a piece of a tool call.
+ChatEvent = str | ToolCallDelta
 
 
 class FailureKind(StrEnum):
@@ -108,6 +169,9 @@ class FailureKind(StrEnum):
     SERVER = "server"  # 5xx
     PROTOCOL = "protocol"  # malformed JSON/SSE, truncated or oversized body
     UNAVAILABLE = "unavailable"  # a local backend that is disabled or failed to load
+    # The endpoint cannot serve this request's shape (tools offered to a model without tool
+    # calling): a fact about the request, not the endpoint's health.
+    UNSUPPORTED = "unsupported"
 
 
 class BackendError(Exception):
@@ -167,7 +231,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reported: bool = False
-    finish_reason: str | None = None  # "stop" | "length", as the upstream said
+    finish_reason: str | None = None  # "stop" | "length" | "tool_calls", as the upstream said
     setup_ms: float = 0.0  # time spent opening a connection (TCP, TLS) for this call
 
 
@@ -186,6 +250,19 @@ class Backend(ABC):
     @abstractmethod
     def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         """Stream the assistant's answer to a chat conversation."""
+
+    async def chat_events(
+        self, request: ChatRequest, usage: Usage | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        """Stream the answer with its tool calls. This default serves a backend that writes
+        text alone: a request that needs tool calls is refused, never answered without them."""
+        if request.uses_tools:
+            raise BackendError(
+                self.name, FailureKind.UNSUPPORTED, "this endpoint does not support tool calls"
+            )
+        async with contextlib.aclosing(self.chat(request, usage)) as texts:  # type: ignore[type-var]
+            async for text in texts:
+                yield text
 
     async def connect(self) -> None:  # noqa: B027 - optional hook
         """Open a connection ahead of the first request, with a call that carries no user

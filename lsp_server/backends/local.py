@@ -38,11 +38,13 @@ from typing import TYPE_CHECKING, Any
 
 from lsp_server.backends.base import (
     BackendError,
+    ChatEvent,
     ChatMessage,
     ChatRequest,
     CompletionRequest,
     ContextChunk,
     FailureKind,
+    ToolCallDelta,
     Usage,
     context_within,
 )
@@ -54,6 +56,12 @@ from lsp_server.backends.bundled_model import (
 )
 from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
 from lsp_server.backends.local_model import LocalModel, LocalState
+from lsp_server.backends.local_tools import (
+    handler_messages,
+    handler_tool_choice,
+    template_is_chatml,
+)
+from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
 if TYPE_CHECKING:
@@ -100,6 +108,7 @@ class LocalBackend(LocalModel):
         # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
         self._repo_tokens: dict[str, int] = {}
         self._fold_system_prompt = False
+        self._chat_template = ""
         self._jobs: set[_Job] = set()
         self._prefills: set[_Job] = set()
         self.prefills = 0
@@ -131,6 +140,15 @@ class LocalBackend(LocalModel):
     def fim_supported(self) -> bool | None:
         """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
         return None if self._state != LocalState.READY else self._fim_tokens is not None
+
+    @property
+    def tools_supported(self) -> bool | None:
+        """Whether gateway chat with tools can be served here (`local_tools`); None while
+        that depends on a model not yet loaded."""
+        mode = self._config.tool_calls
+        if mode != "auto":
+            return mode == "chatml"
+        return None if self._state != LocalState.READY else template_is_chatml(self._chat_template)
 
     # Loading
 
@@ -193,6 +211,8 @@ class LocalBackend(LocalModel):
         bundled = not self._config.model_path
         llm = open_model(path, self._config, chat_format="gemma" if bundled else None)
         self._fold_system_prompt = bundled
+        template = llm.metadata.get("tokenizer.chat_template", "")
+        self._chat_template = template if isinstance(template, str) else ""
         self._bos = llm.tokenize(b"", add_bos=True)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         fim = (
@@ -211,12 +231,43 @@ class LocalBackend(LocalModel):
     ) -> AsyncIterator[str]:
         await self.ensure_loaded()
         async for text in self._stream(lambda job: self._run_completion(job, request), usage):
-            yield text
+            if isinstance(text, str):
+                yield text
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         await self.ensure_loaded()
         async for text in self._stream(lambda job: self._run_chat(job, request), usage):
-            yield text
+            if isinstance(text, str):
+                yield text
+
+    async def chat_events(
+        self, request: ChatRequest, usage: Usage | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        if not request.uses_tools:
+            async for text in self.chat(request, usage):
+                yield text
+            return
+        await self.ensure_loaded()
+        if not self.tools_supported:
+            raise BackendError(
+                self.name,
+                FailureKind.UNSUPPORTED,
+                "the local model's chat template has no tool calling "
+                '(set [local] tool_calls = "chatml" to use ChatML function calling)',
+            )
+        calls = ToolCallStream(self.name)
+        async for event in self._stream(lambda job: self._run_tool_chat(job, request), usage):
+            if isinstance(event, str):
+                yield event
+                continue
+            for piece in calls.feed(
+                event.index, id=event.id, name=event.name, arguments=event.arguments
+            ):
+                yield piece
+        for piece in calls.finish():
+            yield piece
+        if usage is not None and calls.calls():
+            usage.finish_reason = "tool_calls"
 
     def prefill(self, request: CompletionRequest) -> bool:
         """Evaluate `request`'s prompt into the KV cache in the background if the model is
@@ -260,7 +311,7 @@ class LocalBackend(LocalModel):
 
     async def _stream(
         self, body: Callable[[_Job], None], usage: Usage | None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncIterator[ChatEvent]:
         job = _Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
         self._stop_prefills()  # a request goes first: a prefill in its way stops now
@@ -382,7 +433,7 @@ class LocalBackend(LocalModel):
         chunks = llm.create_chat_completion(
             messages=messages,
             max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
-            temperature=request.temperature,
+            temperature=0.0 if request.temperature is None else request.temperature,
             stop=list(request.stop),
             stream=True,
             logits_processor=LogitsProcessorList([before_token]),
@@ -390,19 +441,52 @@ class LocalBackend(LocalModel):
         with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["delta"].get("content"))
 
+    def _run_tool_chat(self, job: _Job, request: ChatRequest) -> None:
+        """A chat offering tools, through llama-cpp-python's ChatML function calling."""
+        from llama_cpp import LogitsProcessorList
+        from llama_cpp.llama_chat_format import chatml_function_calling
+
+        llm = self._require_model()
+        eos = llm.token_eos()
+
+        def before_token(ids: Any, scores: Any) -> Any:
+            if job.stop.is_set():
+                scores[:] = -math.inf
+                scores[eos] = 0.0
+                return scores
+            self._count_tokens(job, job.completion_tokens + 1)
+            return scores
+
+        chunks = chatml_function_calling(
+            llm,
+            messages=handler_messages(request.messages),
+            tools=[dict(tool) for tool in request.tools],
+            tool_choice=handler_tool_choice(request.tools, request.tool_choice),
+            max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
+            temperature=0.0 if request.temperature is None else request.temperature,
+            stop=list(request.stop),
+            stream=True,
+            logits_processor=LogitsProcessorList([before_token]),
+        )
+        self._pump(job, chunks, _tool_chat_events)
+
     def _require_model(self) -> Llama:
         if self._llm is None:
             raise RuntimeError("the model is not loaded")
         return self._llm
 
     @staticmethod
-    def _pump(job: _Job, chunks: Any, text_of: Callable[[Any], str | None]) -> None:
-        """Send each chunk's text; `chunks` is llama-cpp-python's stream (a generator)."""
+    def _pump(
+        job: _Job, chunks: Any, events_of: Callable[[Any], str | list[ChatEvent] | None]
+    ) -> None:
+        """Send each chunk's text or tool-call pieces; `chunks` is llama-cpp-python's stream
+        (a generator)."""
         try:
             for chunk in chunks:
-                text = text_of(chunk)
-                if text:
-                    job.send(text)
+                events = events_of(chunk)
+                for event in [events] if isinstance(events, str) else events or []:
+                    if event:
+                        job.send(event)
                 if job.stop.is_set():
                     return
         finally:
@@ -561,9 +645,31 @@ def _plain_weight_buffers(llama_cpp: ModuleType) -> Iterator[None]:
             low_level.llama_model_default_params = original
 
 
+def _tool_chat_events(chunk: Any) -> list[ChatEvent]:
+    """The text and tool-call pieces of one chunk of the function-calling handler."""
+    delta = chunk["choices"][0].get("delta") or {}
+    events: list[ChatEvent] = []
+    if delta.get("content"):
+        events.append(delta["content"])
+    for position, call in enumerate(delta.get("tool_calls") or []):
+        function = call.get("function") or {}
+        events.append(
+            ToolCallDelta(
+                call.get("index", position),
+                id=call.get("id") or "",
+                name=function.get("name") or "",
+                arguments=function.get("arguments") or "",
+            )
+        )
+    return events
+
+
 def _chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> list[dict[str, str]]:
     """Messages for llama-cpp-python; for Gemma, system text opens the first user turn."""
-    plain = [{"role": m.role, "content": m.content} for m in messages]
+    plain = [
+        {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+        for m in messages
+    ]
     if not fold_system:
         return plain
     system = "\n\n".join(m["content"] for m in plain if m["role"] == "system")

@@ -45,6 +45,12 @@ class LocalModel(Backend):
         """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
         return None
 
+    @property
+    def tools_supported(self) -> bool | None:
+        """Whether gateway chat offering tools can be served here; None while that depends on
+        a model not yet loaded."""
+        return False
+
     def start_loading(self) -> None:
         """Begin loading in the background; does nothing if loading already began."""
 

@@ -12,6 +12,8 @@ chat-completion shape (`message` / `delta`): both are read.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +22,7 @@ import httpx
 from lsp_server.backends.base import (
     Backend,
     BackendError,
-    ChatMessage,
+    ChatEvent,
     ChatRequest,
     CompletionRequest,
     FailureKind,
@@ -29,6 +31,7 @@ from lsp_server.backends.base import (
     estimate_tokens,
     token_count,
 )
+from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
@@ -42,13 +45,13 @@ from lsp_server.backends.http_common import (
     setup_timing,
     transport_error,
 )
+from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
 
 # Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
 # servers may refuse the field, and are counted by estimate.
 STREAM_USAGE_KINDS = frozenset({"openai", "deepseek"})
-MAX_STOP_SEQUENCES = 4  # what OpenAI-compatible APIs accept; the caller applies any others
 
 
 class OpenAICompatibleBackend(Backend):
@@ -91,22 +94,46 @@ class OpenAICompatibleBackend(Backend):
         blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
         return blocks + request.prefix
 
-    def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        body: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": [_message(m) for m in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-        }
-        if request.stop:
-            body["stop"] = list(request.stop)[:MAX_STOP_SEQUENCES]
-        return self._stream(relative(chat_path(self.config)), body, usage)
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, str):
+                    yield event
+
+    async def chat_events(
+        self, request: ChatRequest, usage: Usage | None = None
+    ) -> AsyncIterator[ChatEvent]:
+        """The answer's text and tool calls, as the upstream streams them (or sends them in
+        one body); tool-call pieces are made regular (`ToolCallStream`)."""
+        usage = usage if usage is not None else Usage()
+        calls = ToolCallStream(self.name)
+        path = relative(chat_path(self.config))
+        payloads = self._payloads(path, chat_body(self.config, request), usage)
+        async with contextlib.aclosing(payloads):  # type: ignore[type-var]
+            async for payload, streamed in payloads:
+                for event in _chat_events_of(payload, streamed, usage, calls):
+                    yield event
+        for delta in calls.finish():
+            yield delta
 
     async def _stream(
         self, path: str, body: dict[str, Any], usage: Usage | None
     ) -> AsyncIterator[str]:
         usage = usage if usage is not None else Usage()
+        payloads = self._payloads(path, body, usage)
+        async with contextlib.aclosing(payloads):  # type: ignore[type-var]
+            async for payload, streamed in payloads:
+                text = read_choice(payload, usage)
+                if text:
+                    if not usage.reported:
+                        usage.completion_tokens += 1 if streamed else estimate_tokens(len(text))
+                    yield text
+
+    async def _payloads(
+        self, path: str, body: dict[str, Any], usage: Usage
+    ) -> AsyncIterator[tuple[dict[str, Any], bool]]:
+        """The stream's chunks, or the one body of a server that ignored `stream`; each with
+        whether it is a stream chunk."""
         if self.config.kind in STREAM_USAGE_KINDS:
             body = {**body, "stream_options": {"include_usage": True}}
         headers = self.headers()
@@ -117,20 +144,12 @@ class OpenAICompatibleBackend(Backend):
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):
                     async for payload in iter_sse_json(self.name, response):
-                        text = read_choice(payload, usage)
-                        if text:
-                            if not usage.reported:
-                                usage.completion_tokens += 1
-                            yield text
+                        yield payload, True
                     return
                 payload = await read_json(self.name, response)
                 if not isinstance(payload.get("choices"), list) or not payload["choices"]:
                     raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
-                text = read_choice(payload, usage)
-                if not usage.reported:
-                    usage.completion_tokens = estimate_tokens(len(text))
-                if text:
-                    yield text
+                yield payload, False
         except httpx.HTTPError as exc:
             raise transport_error(self.name, exc) from None
 
@@ -162,8 +181,80 @@ def relative(path: str) -> str:
     return path.lstrip("/")
 
 
-def _message(message: ChatMessage) -> dict[str, str]:
-    return {"role": message.role, "content": message.content}
+def _chat_events_of(
+    payload: dict[str, Any], streamed: bool, usage: Usage, calls: ToolCallStream
+) -> list[ChatEvent]:
+    """The text and tool-call pieces of one stream chunk (or whole body); notes usage and
+    the finish reason."""
+    count_usage(payload, usage)
+    choice = _first_choice(payload)
+    if choice is None:
+        return []
+    reason = choice.get("finish_reason")
+    if isinstance(reason, str) and reason:
+        usage.finish_reason = reason
+    holder = choice.get("delta" if streamed else "message")
+    if not isinstance(holder, dict):
+        return []
+    events: list[ChatEvent] = []
+    text = holder.get("content")
+    if isinstance(text, str) and text:
+        if not usage.reported:
+            usage.completion_tokens += 1 if streamed else estimate_tokens(len(text))
+        events.append(text)
+    for position, raw in enumerate(_list(holder.get("tool_calls"))):
+        pieces = _tool_call_pieces(calls, raw, position, streamed)
+        if pieces and not usage.reported:
+            usage.completion_tokens += 1 if streamed else estimate_tokens(len(json.dumps(raw)))
+        events.extend(pieces)
+    return events
+
+
+def _first_choice(payload: dict[str, Any]) -> dict[str, Any] | None:
+    choices = payload.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _tool_call_pieces(
+    calls: ToolCallStream, raw: Any, position: int, streamed: bool
+) -> list[ChatEvent]:
+    """One upstream tool-call object (a stream piece or a whole call) as regular pieces."""
+    if not isinstance(raw, dict):
+        return []
+    function = raw.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    index = raw.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        index = None if streamed else position
+    return list(
+        calls.feed(
+            index,
+            id=_str(raw.get("id")),
+            name=_str(function.get("name")),
+            arguments=_arguments(function.get("arguments")),
+        )
+    )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _arguments(value: Any) -> str | None:
+    """Arguments as JSON text; an upstream that sends an object instead (Ollama) is
+    written out."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
+    return None
 
 
 def read_choice(payload: dict[str, Any], usage: Usage) -> str:

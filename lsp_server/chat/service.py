@@ -1,19 +1,21 @@
 """The chat service: a conversation in, the routed answer out, privacy judged over all of it.
 
-The gateway's chat route asks it; it makes the privacy verdict over every message and stop
-string, refuses at once what nothing could serve, and routes the rest as refactor-class
-traffic (the `refactor` endpoints, or the inline endpoints' chat, then the local model).
+Front doors that bring their own conversation (the gateway's chat completions, and the
+Responses API bridged onto them) call `chat`. It judges privacy over everything the request
+would send upstream (every message's text, every tool call's name and arguments, every tool
+result, the stop strings), then lets the router's chat route (`routing/chat_route.py`) choose
+the endpoints for the `model` named (a task class or an endpoint) and ask them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from lsp_server.backends.base import ChatRequest
+from lsp_server.backends.base import ChatEvent, ChatRequest
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.answerers import NothingCanServe
-from lsp_server.routing.router import Routed, Router
+from lsp_server.routing.chat_route import AUTO, ChatRouted
+from lsp_server.routing.router import Router
 
 
 class ChatService:
@@ -22,11 +24,11 @@ class ChatService:
         self.privacy = privacy
 
     def stay_local(self, request: ChatRequest, *, uri: str, sensitive: bool) -> Reason | None:
-        """Why this conversation must stay on this machine, or None. The messages are read
-        apart and run together, so a secret split across two of them is still one."""
+        """Why this conversation must stay on this machine, or None. Its texts are read apart
+        and run together, so a secret split across two of them is still one."""
         if sensitive:
             return Reason.SENSITIVE
-        parts = [m.content for m in request.messages]
+        parts = sent_texts(request)
         sent = "\n".join((*parts, "".join(parts), *request.stop))
         return self.privacy.text_reason(uri, sent)
 
@@ -34,25 +36,33 @@ class ChatService:
         self,
         request: ChatRequest,
         *,
+        model: str = AUTO,
         uri: str,
         sensitive: bool = False,
-        pinned: str | None = None,
-        on_text: Callable[[str], None] | None = None,
+        on_event: Callable[[ChatEvent], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
-    ) -> Routed:
-        """The answer; raises `NothingCanServe` before asking anyone when nothing could, and
-        `RoutingFailed` when everything asked failed. With `on_text` the answer streams, and a
-        failure after text was passed on is not restarted on the next endpoint."""
+    ) -> ChatRouted:
+        """The answer, text and tool calls, from the endpoints `model` names (`auto`, `fast`,
+        `reasoning`, `local`, or an endpoint's name).
+
+        Before asking anyone it raises `UnknownModel`, `NotAChatModel` or `ChatRefused` (for
+        instance: the request must stay local and the local model is off, or cannot call
+        tools); after, `ChatFailed` when every endpoint asked failed. `on_attempt` hears each
+        endpoint's name as it is asked, `on_event` each text or tool-call piece as it comes;
+        once a piece was passed on, a failure is not restarted on the next endpoint.
+        """
         stay_local = self.stay_local(request, uri=uri, sensitive=sensitive)
-        unavailable = self.router.answerers("refactor", stay_local).unavailable("refactor")
-        if unavailable is not None:
-            raise NothingCanServe(unavailable)
-        return await self.router.refactor(
-            request,
-            uri=uri,
-            local_only=stay_local,
-            pinned=pinned,
-            on_text=on_text,
-            on_attempt=on_attempt,
-            restart_after_text=on_text is None,
+        plan = self.router.chats.plan(model, request, local_only=stay_local)
+        return await self.router.chats.run(
+            plan, request, uri=uri, on_event=on_event, on_attempt=on_attempt
         )
+
+
+def sent_texts(request: ChatRequest) -> list[str]:
+    """Everything in a chat request that a person or a tool wrote: each message's text (the
+    instructions, the text parts, the tool results) and each tool call's name and arguments."""
+    texts = []
+    for message in request.messages:
+        texts.append(message.content)
+        texts.extend(f"{call.name} {call.arguments}" for call in message.tool_calls)
+    return texts

@@ -536,7 +536,7 @@ def _url_path(value: str) -> str | None:
 
 def _roles(values: tuple[str, ...]) -> str | None:
     if not values:
-        return 'must name at least one role ("inline", "refactor")'
+        return 'must name at least one role ("inline", "refactor", "agent")'
     if len(set(values)) != len(values):
         return "lists a role twice"
     return None
@@ -571,6 +571,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "fim_path"): _url_path,
     ("endpoints", "chat_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
+    ("endpoints", "chat_max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,
     ("endpoints", "context_tokens"): _context_tokens,
     ("endpoints", "input"): _not_negative,

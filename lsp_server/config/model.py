@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 OfflineMode = Literal["auto", "always", "never"]
+LocalToolCalls = Literal["auto", "chatml", "off"]
 EndpointKind = Literal[
     "openai", "anthropic", "ollama", "inception", "mistral", "deepseek", "llamacpp"
 ]
-Role = Literal["inline", "refactor"]
+# "inline": keystroke-level suggestions; "refactor": rewrites by a reasoning model; "agent":
+# chat with tools from the gateway (coding agents).
+Role = Literal["inline", "refactor", "agent"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
@@ -77,6 +80,9 @@ class RoutingConfig:
     # Other open and edited files and the definitions of imported names join inline prompts
     # (never a sensitive file, never a piece holding a secret).
     context: bool = True
+    # A gateway chat that offers tools may be hedged only when this is true: a hedged request
+    # whose both answers call a tool would have the agent run it twice.
+    hedge_tool_calls: bool = False
 
 
 def default_threads() -> int:
@@ -99,6 +105,9 @@ class LocalConfig:
     # Tokens of context beyond the file in the local model's prompt: a CPU model reads every
     # one of them before its first token, so its budget is small.
     context_tokens: int = 256
+    # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
+    # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
+    tool_calls: LocalToolCalls = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +130,10 @@ class EndpointConfig:
     # Paths under base_url; empty: the kind's documented path (config/providers.py).
     fim_path: str = ""
     chat_path: str = ""
-    max_tokens: int = 64
+    max_tokens: int = 64  # inline suggestions and refactor answers
     context_tokens: int = 1024  # context beyond the file in this endpoint's inline prompts
+    # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).
+    chat_max_tokens: int = 8192
     timeout_ms: int = 2000
     price_per_mtok: Price = field(default_factory=Price)
 

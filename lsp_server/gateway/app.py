@@ -5,9 +5,9 @@ and chat services, which make every routing, privacy and cleaning decision) and 
 
 `POST /v1/completions` is an inline (keystroke-level) request: routed to the fastest `inline`
 endpoint under the keystroke deadline, with fill-in-the-middle from `prompt` + `suffix` or from
-FIM markers inside `prompt` (Zed's edit predictions). `POST /v1/chat/completions` is a refactor-
-class request: the `refactor` endpoints in turn, then the local model. A `model` that names a
-configured endpoint pins the request to it; any other name routes automatically.
+FIM markers inside `prompt` (Zed's edit predictions); a `model` that names a configured endpoint
+pins the request to it. `POST /v1/chat/completions` (`chat_completions`) is agents' traffic,
+routed by task class (`auto`, `fast`, `reasoning`, `local`) or endpoint name, tools and all.
 
 Privacy as in the LSP: `X-Gateway-LS-Sensitive: 1` or a prompt the privacy rules flag (secrets,
 or a sensitive `X-Gateway-LS-Path`) keeps the request on the local model. When that cannot serve
@@ -33,22 +33,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage, estimate_tokens
+from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
 from lsp_server.config.model import Role
 from lsp_server.core.engine import Engine
+from lsp_server.gateway.chat_completions import (
+    ENDPOINT_HEADER,
+    REASON_HEADER,
+    USAGE_HEADER,
+    ChatCompletions,
+    Origin,
+)
 from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
-    ChatBody,
     CompletionBody,
     GatewayError,
     ResponseIds,
-    chat_chunk,
-    chat_response,
     completion_chunk,
     completion_response,
-    parse_chat_body,
     parse_completion_body,
     parse_json_object,
     sse_event,
@@ -65,24 +68,18 @@ from lsp_server.gateway.plumbing import (
     on_unexpected,
     read_body,
 )
-from lsp_server.routing.answerers import NothingCanServe, Unavailable, Unserved
-from lsp_server.routing.router import Routed, RoutingFailed
+from lsp_server.routing.answerers import Unavailable, Unserved
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import Suggestion
 
 AUTO_MODEL = "gateway-ls"
 AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
-USAGE_HEADER = "X-Gateway-LS-Usage"  # "upstream": the counts are the model's; "estimated"
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
-ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
-REASON_HEADER = "X-Gateway-LS-Reason"
 DEFAULT_URI = "gateway:request"
 DEFAULT_INLINE_MAX_TOKENS = 64
 MAX_INLINE_TOKENS = 512
-DEFAULT_CHAT_MAX_TOKENS = 2048
-MAX_CHAT_TOKENS = 16384
 LOADING_RETRY_AFTER_S = "2"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
@@ -94,7 +91,11 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
         routes=[
             Route("/v1/models", gateway.models, methods=["GET"]),
             Route("/v1/completions", gateway.completions, methods=["POST"]),
-            Route("/v1/chat/completions", gateway.chat_completions, methods=["POST"]),
+            Route(
+                "/v1/chat/completions",
+                ChatCompletions(engine.chats, _origin).handle,
+                methods=["POST"],
+            ),
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],
@@ -108,14 +109,6 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    """What the client says of the request's origin: a file path, and whether it is sensitive."""
-
-    uri: str
-    sensitive: bool
-
-
 class _Gateway:
     def __init__(self, engine: Engine, clients: ClientTokens | None) -> None:
         self.engine = engine
@@ -125,7 +118,7 @@ class _Gateway:
     # -- small routes ---------------------------------------------------------------------
 
     async def models(self, request: Request) -> Response:
-        names = [*AUTOMATIC_MODELS, *(e.name for e in self.router.pool.all() if not e.is_local)]
+        names = [AUTO_MODEL, *self.router.chats.model_names()]
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "gateway-ls"}
             for name in names
@@ -164,7 +157,7 @@ class _Gateway:
         request: Request,
         body: CompletionBody,
         completion: CompletionRequest,
-        origin: _Origin,
+        origin: Origin,
         pinned: str | None,
     ) -> Response:
         """Send the suggestion as it comes, cleaned as it settles (the core holds back the
@@ -212,7 +205,7 @@ class _Gateway:
     async def _complete(
         self,
         completion: CompletionRequest,
-        origin: _Origin,
+        origin: Origin,
         pinned: str | None,
         *,
         on_text: Callable[[str], None] | None = None,
@@ -226,92 +219,6 @@ class _Gateway:
             on_text=on_text,
             on_attempt=on_attempt,
         )
-
-    # -- chat completions: refactor-class requests ----------------------------------------
-
-    async def chat_completions(self, request: Request) -> Response:
-        body = parse_chat_body(parse_json_object(await read_body(request)))
-        pinned = self._pinned(body.model, "refactor")
-        origin = _origin(request)
-        chat = ChatRequest(
-            messages=body.messages,
-            max_tokens=min(body.max_tokens or DEFAULT_CHAT_MAX_TOKENS, MAX_CHAT_TOKENS),
-            temperature=body.temperature or 0.0,
-            stop=body.stop or (),
-        )
-        prompt_tokens = estimate_tokens(sum(len(m.content) for m in body.messages))
-        if body.stream:
-            return await self._chat_stream(request, body, chat, origin, pinned, prompt_tokens)
-        try:
-            routed = await cancel_on_disconnect(
-                request,
-                self.engine.chats.chat(
-                    chat, uri=origin.uri, sensitive=origin.sensitive, pinned=pinned
-                ),
-            )
-        except NothingCanServe as refused:
-            raise _unavailable_error(refused.unavailable) from None
-        except RoutingFailed as failed:
-            raise _upstream_failed(failed) from None
-        usage, counted = _usage(routed, prompt_tokens)
-        finish = "length" if routed.usage and routed.usage.finish_reason == "length" else "stop"
-        payload = chat_response(
-            ResponseIds.new("chatcmpl"), routed.endpoint or AUTO_MODEL, routed.text, finish, usage
-        )
-        return JSONResponse(payload, headers={**_routing_headers(routed), USAGE_HEADER: counted})
-
-    async def _chat_stream(
-        self,
-        request: Request,
-        body: ChatBody,
-        chat: ChatRequest,
-        origin: _Origin,
-        pinned: str | None,
-        prompt_tokens: int,
-    ) -> Response:
-        """Stream the answer as it comes; the HTTP status waits for the first text or failure.
-
-        Text already sent cannot be taken back, so a failure after it ends the stream with an
-        error event instead of restarting on the next endpoint.
-        """
-        feed = await _TextFeed.start(
-            request,
-            lambda on_text, on_attempt: self.engine.chats.chat(
-                chat,
-                uri=origin.uri,
-                sensitive=origin.sensitive,
-                pinned=pinned,
-                on_text=on_text,
-                on_attempt=on_attempt,
-            ),
-        )
-        if feed.first is None:
-            _raise_if_failed(feed.work)
-        ids = ResponseIds.new("chatcmpl")
-
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                model = feed.serving
-                yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
-                async for piece in feed.pieces():
-                    yield sse_event(chat_chunk(ids, model, {"content": piece}))
-                try:
-                    routed = feed.work.result()
-                except RoutingFailed as failed:
-                    yield sse_event(_upstream_failed(failed).body())
-                    yield SSE_DONE
-                    return
-                model = routed.endpoint or AUTO_MODEL
-                length = routed.usage is not None and routed.usage.finish_reason == "length"
-                yield sse_event(chat_chunk(ids, model, {}, "length" if length else "stop"))
-                if body.include_usage:
-                    usage, _ = _usage(routed, prompt_tokens)
-                    yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
-                yield SSE_DONE
-            finally:
-                feed.work.cancel()
-
-        return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
 
     # -- routing inputs -------------------------------------------------------------------
 
@@ -333,12 +240,10 @@ class _Gateway:
                 code="model_not_found",
             )
         roles = endpoint.roles
-        chat_by_inline = role == "refactor" and self.router.answerers(role).inline_fallback
-        if role not in roles and not chat_by_inline:
-            served = "completions" if role == "inline" else "chat completions"
+        if role not in roles:
             raise GatewayError(
                 400,
-                f"endpoint {model!r} does not serve {served} (its roles: {', '.join(roles)}); "
+                f"endpoint {model!r} does not serve completions (its roles: {', '.join(roles)}); "
                 f"use model {AUTO_MODEL!r} to route automatically",
                 param="model",
                 code="model_not_supported",
@@ -346,12 +251,12 @@ class _Gateway:
         return endpoint.name
 
 
-def _origin(request: Request) -> _Origin:
+def _origin(request: Request) -> Origin:
     """The path header names the file as the file system would see it; the sensitive header
     is the client's own verdict, which can only make the request stricter."""
     uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
     sensitive = request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES
-    return _Origin(uri, sensitive)
+    return Origin(uri, sensitive)
 
 
 def _unavailable_error(unavailable: Unavailable) -> GatewayError:
@@ -492,10 +397,6 @@ def _completion_request(body: CompletionBody) -> CompletionRequest:
     )
 
 
-def _usage(routed: Routed, estimated_prompt_tokens: int) -> tuple[dict[str, int], str]:
-    return _usage_of(routed.usage, routed.tokens, estimated_prompt_tokens)
-
-
 def _usage_of(
     usage: Usage | None, tokens: int, estimated_prompt_tokens: int
 ) -> tuple[dict[str, int], str]:
@@ -514,10 +415,6 @@ def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
     return dataclasses.replace(request, path=uri, language=language)
 
 
-def _routing_headers(routed: Routed) -> dict[str, str]:
-    return {ENDPOINT_HEADER: routed.endpoint or "none", REASON_HEADER: routed.reason.value}
-
-
 def _event_stream(
     events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
 ) -> StreamingResponse:
@@ -527,16 +424,3 @@ def _event_stream(
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
         background=background,
     )
-
-
-def _upstream_failed(failed: RoutingFailed) -> GatewayError:
-    return GatewayError(502, f"no endpoint answered: {failed}", code="upstream_failed")
-
-
-def _raise_if_failed(work: asyncio.Task[Routed]) -> None:
-    try:
-        work.result()
-    except NothingCanServe as refused:
-        raise _unavailable_error(refused.unavailable) from None
-    except RoutingFailed as failed:
-        raise _upstream_failed(failed) from None

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_server.backends.base import ChatMessage
+from lsp_server.backends.base import ChatMessage, TokenLimitField, ToolCall, ToolCallDelta
 
 # Stop strings a request may carry: the upstream gets the first four (what OpenAI-compatible
 # APIs take) and the gateway applies the rest itself; this only bounds hostile bodies.
@@ -75,13 +75,38 @@ class CompletionBody:
 
 @dataclass(frozen=True, slots=True)
 class ChatBody:
+    """A chat-completion request: the fields the gateway acts on, and `options`, every other
+    field as sent, for the upstream."""
+
     model: str
     messages: tuple[ChatMessage, ...]
     max_tokens: int | None
+    token_limit_field: TokenLimitField
     stop: tuple[str, ...] | None
     temperature: float | None
     stream: bool
     include_usage: bool
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+# Fields the gateway reads itself; every other field of a chat request goes on as sent.
+_CHAT_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "temperature",
+        "stream",
+        "stream_options",
+        "tools",
+        "tool_choice",
+        "n",
+    }
+)
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
@@ -123,14 +148,21 @@ def parse_chat_body(payload: dict[str, Any]) -> ChatBody:
     messages = tuple(_message(item, index) for index, item in enumerate(raw_messages))
     _reject_many_choices(payload)
     max_tokens = _max_tokens(payload, "max_completion_tokens")
+    limit_field: TokenLimitField = "max_completion_tokens"
+    if max_tokens is None:
+        max_tokens, limit_field = _max_tokens(payload, "max_tokens"), "max_tokens"
     return ChatBody(
         model=_model(payload),
         messages=messages,
-        max_tokens=max_tokens if max_tokens is not None else _max_tokens(payload, "max_tokens"),
+        max_tokens=max_tokens,
+        token_limit_field=limit_field,
         stop=_stop(payload),
         temperature=_temperature(payload),
         stream=_stream(payload),
         include_usage=_include_usage(payload),
+        tools=_tools(payload),
+        tool_choice=_tool_choice(payload),
+        options={k: v for k, v in payload.items() if k not in _CHAT_FIELDS and v is not None},
     )
 
 
@@ -207,6 +239,31 @@ def _reject_many_choices(payload: dict[str, Any]) -> None:
         raise _invalid("n", "only one choice per request is supported (`n` = 1)")
 
 
+def _tools(payload: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    tools = payload.get("tools")
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        raise _invalid("tools", "`tools` must be an array")
+    for index, tool in enumerate(tools):
+        param = f"tools[{index}]"
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _invalid(param, f"`{param}` must be an object with a `type`")
+        function = tool.get("function")
+        if tool["type"] == "function" and (
+            not isinstance(function, dict) or not isinstance(function.get("name"), str)
+        ):
+            raise _invalid(f"{param}.function", f"`{param}.function` must name the function")
+    return tuple(tools)
+
+
+def _tool_choice(payload: dict[str, Any]) -> Any:
+    choice = payload.get("tool_choice")
+    if choice is None or isinstance(choice, str | dict):
+        return choice
+    raise _invalid("tool_choice", "`tool_choice` must be a string or an object")
+
+
 def _message(item: Any, index: int) -> ChatMessage:
     param = f"messages[{index}]"
     if not isinstance(item, dict):
@@ -215,26 +272,59 @@ def _message(item: Any, index: int) -> ChatMessage:
     if not isinstance(role, str) or role not in CHAT_ROLES:
         raise _invalid(f"{param}.role", f"`{param}.role` must be one of {', '.join(CHAT_ROLES)}")
     content = item.get("content")
+    parts: tuple[dict[str, Any], ...] = ()
     if content is None:
         text = ""
     elif isinstance(content, str):
         text = content
     elif isinstance(content, list):
-        text = "".join(_text_part(part, f"{param}.content[{i}]") for i, part in enumerate(content))
+        for i, part in enumerate(content):
+            _check_part(part, f"{param}.content[{i}]")
+        text = "".join(part["text"] for part in content if part["type"] == "text")
+        if any(part["type"] != "text" for part in content):
+            parts = tuple(content)  # images and the like go on as sent
     else:
         raise _invalid(f"{param}.content", f"`{param}.content` must be a string or an array")
-    # The backends know system, user and assistant; the newer names map onto those.
-    mapped = {"developer": "system", "tool": "user"}.get(role, role)
-    return ChatMessage(role=mapped, content=text)
+    name = item.get("name")
+    tool_call_id = item.get("tool_call_id")
+    return ChatMessage(
+        role=role,
+        content=text,
+        parts=parts,
+        tool_calls=_tool_calls(item.get("tool_calls"), f"{param}.tool_calls"),
+        tool_call_id=tool_call_id if isinstance(tool_call_id, str) else "",
+        name=name if isinstance(name, str) else "",
+    )
 
 
-def _text_part(part: Any, param: str) -> str:
-    if not isinstance(part, dict) or part.get("type") != "text":
-        raise _invalid(param, f"`{param}` must be a text part (images are not supported)")
-    text = part.get("text")
-    if not isinstance(text, str):
+def _check_part(part: Any, param: str) -> None:
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+        raise _invalid(param, f"`{param}` must be a content part with a `type`")
+    if part["type"] == "text" and not isinstance(part.get("text"), str):
         raise _invalid(f"{param}.text", f"`{param}.text` must be a string")
-    return text
+
+
+def _tool_calls(value: Any, param: str) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _invalid(param, f"`{param}` must be an array")
+    calls = []
+    for index, call in enumerate(value):
+        here = f"{param}[{index}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise _invalid(here, f"`{here}` must be a function call with a name")
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if not isinstance(arguments, str):
+            arguments = "{}"
+        call_id = call.get("id")
+        calls.append(
+            ToolCall(call_id if isinstance(call_id, str) else "", function["name"], arguments)
+        )
+    return tuple(calls)
 
 
 # --- responses -----------------------------------------------------------------------------
@@ -292,21 +382,40 @@ def usage_chunk(ids: ResponseIds, model: str, obj: str, usage: dict[str, int]) -
 
 
 def chat_response(
-    ids: ResponseIds, model: str, text: str, finish_reason: str, usage: dict[str, int]
+    ids: ResponseIds,
+    model: str,
+    text: str,
+    finish_reason: str,
+    usage: dict[str, int],
+    tool_calls: tuple[ToolCall, ...] = (),
 ) -> dict[str, Any]:
-    message = {"role": "assistant", "content": text}
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    if not tool_calls:
+        message["content"] = text
+    else:
+        message["tool_calls"] = [_tool_call(call) for call in tool_calls]
     return {
         "id": ids.id,
         "object": "chat.completion",
         "created": ids.created,
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
         "usage": usage,
     }
 
 
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
 def chat_chunk(
-    ids: ResponseIds, model: str, delta: dict[str, str], finish_reason: str | None = None
+    ids: ResponseIds, model: str, delta: dict[str, Any], finish_reason: str | None = None
 ) -> dict[str, Any]:
     return {
         "id": ids.id,
@@ -315,6 +424,18 @@ def chat_chunk(
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
+
+
+def tool_call_delta(piece: ToolCallDelta) -> dict[str, Any]:
+    """A chunk's `delta` for a piece of a tool call: the first piece of a call (the one with
+    its id) carries id, type and name; every piece has the call's `index`."""
+    call: dict[str, Any] = {"index": piece.index}
+    if piece.id:
+        call.update(id=piece.id, type="function")
+        call["function"] = {"name": piece.name, "arguments": piece.arguments}
+    else:
+        call["function"] = {"arguments": piece.arguments}
+    return {"tool_calls": [call]}
 
 
 def sse_event(payload: dict[str, Any] | str) -> bytes:

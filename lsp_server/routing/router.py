@@ -38,6 +38,7 @@ from lsp_server.config.loader import config_to_dict
 from lsp_server.config.model import Config, OfflineMode, Role
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers, who_answers
+from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
@@ -130,6 +131,14 @@ class Router:
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
+        # Gateway chat and Responses traffic by task class: `chats.plan(...)`, `chats.run(...)`.
+        self.chats = ChatRoute(
+            self.pool,
+            self.decisions,
+            config=lambda: self.config,
+            record_failure=self._record_failure,
+            shared=lambda: self.shared,
+        )
         self._warm_up()
 
     # -- configuration -----------------------------------------------------------------
@@ -634,6 +643,8 @@ class Router:
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,
             "hedged_requests": self.budget.hedged_requests,
+            "chat_requests": self.chats.requests,
+            "hedged_chat_requests": self.chats.hedged,
             "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],

@@ -311,3 +311,21 @@ def test_invalid_override_names_origin_and_key() -> None:
 
     with pytest.raises(ConfigError, match="did you mean"):
         merge_overrides(base, {"locl": {}}, origin="initializationOptions")
+
+
+def test_agent_role_chat_cap_and_tool_call_hedging() -> None:
+    text = (
+        "[routing]\nhedge_tool_calls = true\n"
+        + ENDPOINT.format(name="a")
+        + 'roles = ["agent"]\nchat_max_tokens = 32000\n'
+    )
+    config = parse_config_text(text, file="config.toml")
+    assert config.routing.hedge_tool_calls is True
+    (endpoint,) = config.endpoints
+    assert endpoint.roles == ("agent",)
+    assert endpoint.chat_max_tokens == 32000
+    default = parse_config_text(ENDPOINT.format(name="a"), file="config.toml")
+    assert default.routing.hedge_tool_calls is False
+    assert default.endpoints[0].chat_max_tokens == 8192
+    error = parse_error(ENDPOINT.format(name="a") + "chat_max_tokens = 0\n")
+    assert (error.line, error.key) == (6, "endpoints[0].chat_max_tokens")

@@ -159,3 +159,9 @@ def test_context_budgets_are_checked() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config_text("[local]\ncontext_tokens = -1\n", file="config.toml")
     assert caught.value.key == "local.context_tokens"
+
+
+def test_a_repository_cannot_have_tool_calls_hedged() -> None:
+    """Hedging a tool call can run the tool twice: only the file may allow it."""
+    screened = screen_overrides(FILE, {"routing": {"hedge_tool_calls": True}})
+    assert [refusal.key for refusal in screened.refused] == ["routing.hedge_tool_calls"]

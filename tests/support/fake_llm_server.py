@@ -70,6 +70,10 @@ class Behaviour:
     """How the server answers generation requests; read afresh for every request."""
 
     text: str | Callable[[dict], str] = "return a + b\n"  # a callable gets the request JSON
+    # Tool calls the chat answers with (after its text), each `{"name", "arguments"}` (the
+    # arguments as JSON text, streamed in `chunk_chars` pieces) with an optional `"id"`; a
+    # callable gets the request JSON. In the OpenAI shape and in the Anthropic one.
+    tool_calls: tuple[dict, ...] | Callable[[dict], tuple[dict, ...]] = ()
     latency_s: float = 0.0  # delay before response headers
     chunk_delay_s: float = 0.0  # delay between streamed chunks
     chunk_chars: int = 4  # characters per streamed delta
@@ -112,6 +116,7 @@ class Answer:
     hit_max_tokens: bool
     prompt_tokens: int
     completion_tokens: int
+    tool_calls: tuple[dict, ...] = ()  # each {"id", "name", "arguments"}
 
 
 def make_answer(
@@ -154,6 +159,10 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _input(call: dict) -> dict:
+    return json.loads(call["arguments"]) if call["arguments"].strip() else {}
+
+
 def _sse(payload: Any, event: str | None = None) -> bytes:
     data = payload if isinstance(payload, str) else json.dumps(payload)
     prefix = f"event: {event}\n" if event else ""
@@ -173,6 +182,7 @@ class WireShape:
         self.model = model
         self.id = self.id_prefix + response_id
         self.created = int(time.time())
+        self.chunk_chars = 4  # the plan sets the behaviour's
 
     def prompt(self) -> str:
         raise NotImplementedError
@@ -211,6 +221,8 @@ class WireShape:
         }
 
     def _finish_reason(self, answer: Answer) -> str:
+        if answer.tool_calls:
+            return "tool_calls"
         return "length" if answer.hit_max_tokens else "stop"
 
     def _usage_events(self, answer: Answer) -> list[bytes]:
@@ -263,7 +275,17 @@ class ChatShape(WireShape):
         return "".join(_content_text(m.get("content")) for m in messages if isinstance(m, dict))
 
     def body(self, answer: Answer) -> dict:
-        message = {"role": "assistant", "content": answer.text}
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        if answer.tool_calls:
+            message["content"] = answer.text or None
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]},
+                }
+                for call in answer.tool_calls
+            ]
         choice = {"index": 0, "message": message, "finish_reason": self._finish_reason(answer)}
         return {
             "id": self.id,
@@ -282,7 +304,24 @@ class ChatShape(WireShape):
 
     def closing(self, answer: Answer) -> list[bytes]:
         final = {"delta": {}, "finish_reason": self._finish_reason(answer)}
-        return [_sse(self._chunk([final])), *self._usage_events(answer), _sse("[DONE]")]
+        return [
+            *self._tool_call_deltas(answer),
+            _sse(self._chunk([final])),
+            *self._usage_events(answer),
+            _sse("[DONE]"),
+        ]
+
+    def _tool_call_deltas(self, answer: Answer) -> list[bytes]:
+        """As OpenAI streams a call: its id, type and name first, then its arguments."""
+        events = []
+        for index, call in enumerate(answer.tool_calls):
+            function = {"name": call["name"], "arguments": ""}
+            first = {"index": index, "id": call["id"], "type": "function", "function": function}
+            events.append(_sse(self._chunk([{"delta": {"tool_calls": [first]}}])))
+            for piece in _pieces(call["arguments"], self.chunk_chars):
+                more = {"index": index, "function": {"arguments": piece}}
+                events.append(_sse(self._chunk([{"delta": {"tool_calls": [more]}}])))
+        return events
 
     def _chunk(self, choices: list[dict], **extra: Any) -> dict:
         return {
@@ -315,8 +354,13 @@ class MessagesShape(WireShape):
         return value if isinstance(value, int) else None
 
     def body(self, answer: Answer) -> dict:
+        blocks: list[dict] = [{"type": "text", "text": answer.text}] if answer.text else []
+        blocks += [
+            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _input(c)}
+            for c in answer.tool_calls
+        ]
         return {
-            **self._message(answer, [{"type": "text", "text": answer.text}]),
+            **self._message(answer, blocks),
             "stop_reason": self._stop_reason(answer),
             "stop_sequence": answer.stop_sequence,
             "usage": {
@@ -347,6 +391,7 @@ class MessagesShape(WireShape):
         delta = {"stop_reason": self._stop_reason(answer), "stop_sequence": answer.stop_sequence}
         return [
             self._event("content_block_stop", index=0),
+            *self._tool_use_blocks(answer),
             self._event(
                 "message_delta", delta=delta, usage={"output_tokens": answer.completion_tokens}
             ),
@@ -367,7 +412,22 @@ class MessagesShape(WireShape):
             "content": content,
         }
 
+    def _tool_use_blocks(self, answer: Answer) -> list[bytes]:
+        """As Anthropic streams a tool call: a `tool_use` block with its id and name, then
+        its input as `input_json_delta` pieces."""
+        events = []
+        for offset, call in enumerate(answer.tool_calls, start=1):
+            block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}
+            events.append(self._event("content_block_start", index=offset, content_block=block))
+            for piece in _pieces(call["arguments"], self.chunk_chars):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                events.append(self._event("content_block_delta", index=offset, delta=delta))
+            events.append(self._event("content_block_stop", index=offset))
+        return events
+
     def _stop_reason(self, answer: Answer) -> str:
+        if answer.tool_calls:
+            return "tool_use"
         if answer.hit_max_tokens:
             return "max_tokens"
         return "stop_sequence" if answer.stop_sequence is not None else "end_turn"
@@ -510,6 +570,24 @@ def plan_response(behaviour: Behaviour, shape: WireShape, stream: bool) -> Plan:
     answer = make_answer(
         text, shape.prompt(), shape.max_tokens(), shape.stops(), oversized=fault == "oversized"
     )
+    scripted = behaviour.tool_calls
+    calls = scripted(shape.payload) if callable(scripted) else scripted
+    if calls:
+        scripted = tuple(
+            {
+                "id": c.get("id") or f"call_{shape.id}_{i}",
+                "name": c["name"],
+                "arguments": c["arguments"],
+            }
+            for i, c in enumerate(calls)
+        )
+        written = "".join(c["name"] + c["arguments"] for c in scripted)
+        answer = dataclasses.replace(
+            answer,
+            tool_calls=scripted,
+            completion_tokens=answer.completion_tokens + _tokens(written),
+        )
+    shape.chunk_chars = max(1, behaviour.chunk_chars)
     if stream:
         _plan_stream(plan, behaviour, shape, answer)
     else:

@@ -1,0 +1,274 @@
+"""`POST /v1/chat/completions`: agents' chat, routed by task class and answered faithfully.
+
+The request's fields go upstream as the endpoint's kind takes them (`backends/chat_body.py`,
+`backends/anthropic_wire.py`); the answer comes back with its tool calls, its finish reason and
+usage: not streamed, `message.tool_calls`; streamed, each text piece as a `content` delta and
+each tool-call piece as a `tool_calls` delta (the first piece of a call carries its id, type
+and name, every piece its index), then the finish reason, then usage when
+`stream_options.include_usage` asked for it.
+
+The parts another front door reuses (the Responses API bridges onto this path): the core's
+`ChatService.chat` (`engine.chats`) answers a `ChatRequest`; `ChatEventFeed` runs it and streams
+its events; `chat_error` words every way it can fail as an OpenAI-shaped error; `usage_of` and
+`routing_headers` describe the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
+from lsp_server.chat.service import ChatService
+from lsp_server.gateway.openai_wire import (
+    SSE_DONE,
+    ChatBody,
+    GatewayError,
+    ResponseIds,
+    chat_chunk,
+    chat_response,
+    parse_chat_body,
+    parse_json_object,
+    sse_event,
+    tool_call_delta,
+    usage_body,
+    usage_chunk,
+)
+from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.routing.chat_route import (
+    ChatFailed,
+    ChatRefused,
+    ChatRouted,
+    NotAChatModel,
+    UnknownModel,
+)
+
+# Every way a chat can end without an answer.
+CHAT_FAILURES = (UnknownModel, NotAChatModel, ChatRefused, ChatFailed)
+
+# No cap from the client: the endpoint's own `chat_max_tokens` applies.
+UNCAPPED = 1_000_000_000
+USAGE_HEADER = "X-Gateway-LS-Usage"
+ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
+REASON_HEADER = "X-Gateway-LS-Reason"
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What the client says of the request's origin: a file path, and whether it is sensitive."""
+
+    uri: str
+    sensitive: bool
+
+
+# Reads a request's origin from its headers.
+OriginOf = Callable[[Request], Origin]
+
+
+def chat_request(body: ChatBody) -> ChatRequest:
+    """The core's request for a parsed chat body: the client's fields, its token cap as it
+    named it (none: the endpoint's `chat_max_tokens`), temperature only when sent."""
+    return ChatRequest(
+        messages=body.messages,
+        max_tokens=body.max_tokens or UNCAPPED,
+        temperature=body.temperature,
+        stop=body.stop or (),
+        tools=body.tools,
+        tool_choice=body.tool_choice,
+        options=body.options,
+        token_limit_field=body.token_limit_field,
+    )
+
+
+def chat_error(error: UnknownModel | NotAChatModel | ChatRefused | ChatFailed) -> GatewayError:
+    """How a chat that could not be served is told to the client: `UnknownModel` 404,
+    `NotAChatModel` 400, `ChatRefused` 503 (400 when the reason is tool calls), `ChatFailed`
+    as the upstream refused it (400/413/422), 400 when none could call tools, else 502."""
+    if isinstance(error, UnknownModel):
+        return GatewayError(404, str(error), param="model", code="model_not_found")
+    if isinstance(error, NotAChatModel):
+        return GatewayError(400, str(error), param="model", code="model_not_supported")
+    if isinstance(error, ChatRefused):
+        status = 400 if error.code == "tools_not_supported" else 503
+        return GatewayError(status, str(error), code=error.code)
+    if isinstance(error, ChatFailed):
+        rejection = error.rejection
+        if rejection is not None and rejection.status is not None:
+            message = f"{rejection.endpoint} refused the request: {rejection.message}"
+            return GatewayError(rejection.status, message, code="upstream_rejected")
+        if error.unsupported:
+            message = f"no endpoint allowed to serve this request can call tools: {error}"
+            return GatewayError(400, message, code="tools_not_supported")
+    message = f"no endpoint answered: {error}"
+    return GatewayError(502, message, code="upstream_failed")
+
+
+def usage_of(routed: ChatRouted, chat: ChatRequest) -> tuple[dict[str, int], str]:
+    """The usage body, and whether its counts are the upstream's (`upstream`) or estimates."""
+    usage = routed.usage
+    estimate = estimate_tokens(sum(len(m.content) for m in chat.messages))
+    prompt = usage.prompt_tokens or estimate
+    counted = "upstream" if usage.reported else "estimated"
+    return usage_body(prompt, usage.completion_tokens), counted
+
+
+def routing_headers(routed: ChatRouted) -> dict[str, str]:
+    return {ENDPOINT_HEADER: routed.endpoint, REASON_HEADER: routed.reason}
+
+
+class ChatEventFeed:
+    """A routed chat whose events stream out as they come.
+
+    `start` returns once the first event came or the call ended, so the HTTP status can still
+    say how it went; `serving` is then the endpoint being listened to.
+    """
+
+    def __init__(self, work: asyncio.Task[ChatRouted], queue: asyncio.Queue[ChatEvent | None]):
+        self.work = work
+        self.first: ChatEvent | None = None
+        self.serving = ""
+        self._queue = queue
+
+    @classmethod
+    async def start(
+        cls,
+        request: Request,
+        call: Callable[
+            [Callable[[ChatEvent], None], Callable[[str], None]],
+            Coroutine[Any, Any, ChatRouted],
+        ],
+    ) -> ChatEventFeed:
+        queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
+        serving = [""]
+
+        def asking(endpoint: str) -> None:
+            serving[0] = endpoint
+
+        work = asyncio.create_task(call(queue.put_nowait, asking))
+
+        def finished(task: asyncio.Task[ChatRouted]) -> None:
+            queue.put_nowait(None)
+            if not task.cancelled():
+                task.exception()  # read here too, in case the client left before the stream
+
+        work.add_done_callback(finished)
+        feed = cls(work, queue)
+        try:
+            feed.first = await cancel_on_disconnect(request, queue.get())
+        except BaseException:
+            work.cancel()
+            raise
+        feed.serving = serving[0]
+        if feed.first is None:
+            try:
+                work.result()
+            except CHAT_FAILURES as failed:
+                raise chat_error(failed) from None
+        return feed
+
+    def stop(self) -> None:
+        """Stop the routed call, once: cancelling it again while it closes its upstream
+        connection would leave that open."""
+        if not self.work.done() and not self.work.cancelling():
+            self.work.cancel()
+
+    async def events(self) -> AsyncIterator[ChatEvent]:
+        """The first event, then each one as it comes, until the call ends."""
+        event = self.first
+        while event is not None:
+            yield event
+            event = await self._queue.get()
+
+    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> Response:
+        async def stop_upstream() -> None:
+            self.stop()  # the client left, possibly before the stream started
+
+        return StreamingResponse(
+            events,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+            background=BackgroundTask(stop_upstream),
+        )
+
+
+class ChatCompletions:
+    """The `/v1/chat/completions` route over the core's chat service."""
+
+    def __init__(self, chats: ChatService, origin_of: OriginOf) -> None:
+        self.chats = chats
+        self.origin_of = origin_of
+
+    async def handle(self, request: Request) -> Response:
+        body = parse_chat_body(parse_json_object(await read_body(request)))
+        chat = chat_request(body)
+        origin = self.origin_of(request)
+        if body.stream:
+            return await self._stream(request, body, chat, origin)
+        try:
+            routed = await cancel_on_disconnect(
+                request,
+                self.chats.chat(chat, model=body.model, uri=origin.uri, sensitive=origin.sensitive),
+            )
+        except CHAT_FAILURES as failed:
+            raise chat_error(failed) from None
+        usage, counted = usage_of(routed, chat)
+        payload = chat_response(
+            ResponseIds.new("chatcmpl"),
+            routed.endpoint,
+            routed.text,
+            routed.finish_reason,
+            usage,
+            routed.tool_calls,
+        )
+        return JSONResponse(payload, headers={**routing_headers(routed), USAGE_HEADER: counted})
+
+    async def _stream(
+        self, request: Request, body: ChatBody, chat: ChatRequest, origin: Origin
+    ) -> Response:
+        """Stream the answer as it comes. What was sent cannot be taken back, so a failure
+        after it ends the stream with an error event instead of starting over elsewhere."""
+        feed = await ChatEventFeed.start(
+            request,
+            lambda on_event, on_attempt: self.chats.chat(
+                chat,
+                model=body.model,
+                uri=origin.uri,
+                sensitive=origin.sensitive,
+                on_event=on_event,
+                on_attempt=on_attempt,
+            ),
+        )
+        ids = ResponseIds.new("chatcmpl")
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                model = feed.serving
+                yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
+                async for event in feed.events():
+                    delta = (
+                        tool_call_delta(event)
+                        if isinstance(event, ToolCallDelta)
+                        else {"content": event}
+                    )
+                    yield sse_event(chat_chunk(ids, model, delta))
+                try:
+                    routed = feed.work.result()
+                except ChatFailed as failed:
+                    yield sse_event(chat_error(failed).body())
+                    yield SSE_DONE
+                    return
+                yield sse_event(chat_chunk(ids, model, {}, routed.finish_reason))
+                if body.include_usage:
+                    usage, _ = usage_of(routed, chat)
+                    yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
+                yield SSE_DONE
+            finally:
+                feed.stop()
+
+        return feed.response(events(), {ENDPOINT_HEADER: feed.serving})

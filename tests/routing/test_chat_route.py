@@ -1,0 +1,164 @@
+"""The chat route's choices: task classes, the fallback without `agent` endpoints, and hedging
+that never doubles a tool call unless the configuration allows it. A real `Router` over real
+HTTP endpoints on loopback (the tests' own scripted server)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from lsp_server.backends.base import ChatMessage, ChatRequest
+from lsp_server.backends.factory import remote_backend
+from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Role, RoutingConfig
+from lsp_server.reasons import Reason
+from lsp_server.routing.chat_route import ChatRefused, NotAChatModel, UnknownModel
+from lsp_server.routing.router import Router
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+
+TOOL = {"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}}
+HELLO = (ChatMessage("user", "hello"),)
+WARM_UP_REQUESTS = 12  # enough first-token samples for the route to know its usual time
+
+
+def endpoint(
+    name: str, server: FakeLLMServer, roles: tuple[Role, ...], *, fim: bool = False
+) -> EndpointConfig:
+    return EndpointConfig(
+        name=name,
+        kind="openai",
+        base_url=server.base_url,
+        model="fake-model",
+        roles=roles,
+        fim=fim,
+        timeout_ms=10_000,
+    )
+
+
+def config(*endpoints: EndpointConfig, hedge_tool_calls: bool = False) -> Config:
+    return Config(
+        routing=RoutingConfig(hedge_tool_calls=hedge_tool_calls),
+        local=LocalConfig(enabled=False),
+        endpoints=endpoints,
+    )
+
+
+@contextlib.asynccontextmanager
+async def router_for(cfg: Config) -> AsyncIterator[Router]:
+    router = Router(cfg, remote_factory=remote_backend, local_factory=_no_local)
+    try:
+        yield router
+    finally:
+        await router.aclose()
+
+
+def _no_local(_: LocalConfig) -> None:  # type: ignore[return]
+    raise AssertionError("the local model is off in these tests")
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[FakeLLMServer, FakeLLMServer, FakeLLMServer]]:
+    with (
+        FakeLLMServer(Behaviour(text="from a"), name="a") as a,
+        FakeLLMServer(Behaviour(text="from b"), name="b") as b,
+        FakeLLMServer(Behaviour(text="from c"), name="c") as c,
+    ):
+        yield a, b, c
+
+
+def names(router: Router, model: str, request: ChatRequest | None = None) -> list[str]:
+    plan = router.chats.plan(model, request or ChatRequest(HELLO), local_only=None)
+    return [e.name for e in plan.candidates]
+
+
+async def test_classes_choose_their_endpoints(servers: tuple[FakeLLMServer, ...]) -> None:
+    a, b, c = servers
+    cfg = config(
+        endpoint("agent", a, ("agent",)),
+        endpoint("thinker", b, ("refactor",)),
+        endpoint("typist", c, ("inline",), fim=True),
+    )
+    async with router_for(cfg) as router:
+        assert names(router, "auto") == ["agent"]
+        assert names(router, "gateway-ls") == ["agent"]
+        assert names(router, "reasoning") == ["thinker"]
+        assert sorted(names(router, "fast")) == ["agent", "thinker"]  # a FIM model does not chat
+        assert names(router, "thinker") == ["thinker"]
+        with pytest.raises(NotAChatModel):
+            names(router, "typist")
+        with pytest.raises(UnknownModel):
+            names(router, "gpt-4o")
+        with pytest.raises(ChatRefused) as refused:
+            names(router, "local")
+        assert refused.value.code == "no_endpoint_available"
+
+
+async def test_without_agent_endpoints_auto_falls_back_to_refactor_then_inline(
+    servers: tuple[FakeLLMServer, ...],
+) -> None:
+    a, b, _ = servers
+    async with router_for(
+        config(endpoint("thinker", a, ("refactor",)), endpoint("typist", b, ("inline",)))
+    ) as router:
+        plan = router.chats.plan("auto", ChatRequest(HELLO), local_only=None)
+        assert [e.name for e in plan.candidates] == ["thinker"]
+        assert plan.reason is Reason.CONFIGURED  # the refactor endpoints stand in
+    async with router_for(config(endpoint("typist", b, ("inline",), fim=True))) as router:
+        plan = router.chats.plan("auto", ChatRequest(HELLO), local_only=None)
+        assert [e.name for e in plan.candidates] == ["typist"]
+        assert plan.reason is Reason.INLINE_FALLBACK
+
+
+async def test_a_sensitive_chat_has_only_the_local_model_or_nothing(
+    servers: tuple[FakeLLMServer, ...],
+) -> None:
+    a, _, _ = servers
+    async with router_for(config(endpoint("agent", a, ("agent",)))) as router:
+        for model in ("auto", "agent", "fast", "reasoning"):
+            with pytest.raises(ChatRefused) as refused:
+                router.chats.plan(model, ChatRequest(HELLO), local_only=Reason.SENSITIVE)
+            assert "must stay on this machine" in str(refused.value)
+
+
+async def _warm_and_slow_down(router: Router, primary: FakeLLMServer) -> None:
+    """Give the primary a record of fast first tokens, then make it slow to start."""
+    for _ in range(WARM_UP_REQUESTS):
+        request = ChatRequest(HELLO)
+        routed = await router.chats.run(
+            router.chats.plan("auto", request, local_only=None), request
+        )
+        assert routed.endpoint == "a"
+    primary.behaviour = Behaviour(text="from a", latency_s=1.5)
+
+
+@pytest.mark.parametrize(
+    ("tools", "hedge_tool_calls", "hedged"),
+    [((TOOL,), False, False), ((TOOL,), True, True), ((), False, True)],
+    ids=["tools-never-hedged", "tools-hedged-when-configured", "plain-chat-hedged"],
+)
+async def test_a_chat_that_may_call_a_tool_is_not_hedged_unless_configured(
+    servers: tuple[FakeLLMServer, ...],
+    tools: tuple[dict, ...],
+    hedge_tool_calls: bool,
+    hedged: bool,
+) -> None:
+    a, b, _ = servers
+    cfg = config(
+        endpoint("a", a, ("agent",)),
+        endpoint("b", b, ("agent",)),
+        hedge_tool_calls=hedge_tool_calls,
+    )
+    async with router_for(cfg) as router:
+        await _warm_and_slow_down(router, a)
+        b.reset()
+        request = ChatRequest(HELLO, tools=tools)
+        plan = router.chats.plan("auto", request, local_only=None)
+        routed = await router.chats.run(plan, request)
+        assert routed.hedged is hedged
+        if hedged:
+            assert len(b.requests) == 1
+            assert routed.endpoint == "b" and routed.reason is Reason.HEDGE_WIN
+        else:
+            assert b.requests == []
+            assert routed.endpoint == "a" and routed.text == "from a"
