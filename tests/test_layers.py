@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "reasons": 7,
     "progress": 7,
     "loopback": 7,
+    "event_loop": 7,
     "__init__": 7,
 }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -16,6 +15,7 @@ from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.core.engine import Engine
+from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
 from lsp_server.gateway.open_files import connection_limit
@@ -35,7 +35,7 @@ def run_gateway(config: Config, *, host: str, port: int) -> int:
         return EXIT_USAGE
     state_password = _state_password(config)
     try:
-        asyncio.run(_serve(config, host, port, clients, state_password))
+        run_on_fastest_loop(_serve(config, host, port, clients, state_password))
     except SystemExit as exit_:  # uvicorn exits when it cannot bind
         return exit_.code if isinstance(exit_.code, int) else EXIT_FAILURE
     return EXIT_OK

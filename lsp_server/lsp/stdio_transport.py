@@ -3,7 +3,7 @@
 pygls reads stdin through a thread pool: each header line and each body is a hop to a worker
 thread and back, which costs more than everything else on a keystroke's path through the server.
 Editors hand a language server a pipe, and a pipe the event loop can watch directly; anything
-asyncio cannot watch (a regular file, say) falls back to pygls' threaded reader.
+else (a regular file, a terminal) falls back to pygls' threaded reader.
 
 Both readers are bounded like `bounded_stdin`: a body beyond `MAX_MESSAGE_BYTES` is read and
 thrown away in chunks and handed on as a body that does not parse, which pygls logs and skips.
@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 from threading import Event
 from typing import BinaryIO
 
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 
+from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.lsp.bounded_stdin import (
     DISCARD_CHUNK,
     MAX_MESSAGE_BYTES,
@@ -69,6 +72,10 @@ class PipeReader:
             return self._pipe
         loop = asyncio.get_running_loop()
         pipe = asyncio.StreamReader(limit=_HEADER_LINE_LIMIT)
+        if not _is_pipe_or_socket(self._stream):
+            log.info("stdin is not a pipe: reading it on a thread")
+            self._threaded()
+            return None
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(pipe), self._stream)
         except (ValueError, OSError) as error:
@@ -85,6 +92,16 @@ class PipeReader:
         return self._fallback
 
 
+def _is_pipe_or_socket(stream: BinaryIO) -> bool:
+    """What an event loop can watch. Asked first: uvloop aborts the process on anything else (a
+    regular file) where asyncio's loop raises."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader.
 
@@ -93,7 +110,7 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> in
     server._stop_event = stop_event = Event()  # `server.shutdown()` sets it
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        asyncio.run(
+        run_on_fastest_loop(
             run_async(
                 stop_event=stop_event,
                 reader=PipeReader(stdin, server),
