@@ -10,13 +10,14 @@ backend calls at once.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import re
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -30,18 +31,24 @@ from lsp_server.config.editor_settings import RefusedSetting, Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
-from lsp_server.core.engine import Engine
 from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.documents import client_units, offset_at
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
 from lsp_server.reasons import Reason
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS
-from lsp_server.refactor.service import DEFAULT_INSTRUCTION, RefactorFailed
-from lsp_server.routing.status_file import StatusPublisher
-from lsp_server.suggest.service import Suggestion
+
+if TYPE_CHECKING:
+    from lsp_server.core.engine import Engine
+    from lsp_server.routing.status_file import StatusPublisher
+    from lsp_server.suggest.service import Suggestion
 
 log = logging.getLogger(__name__)
+
+# The core (`Engine` and the services, routing and privacy under it) is imported where it is first
+# used, and on a worker thread once `initialize` is answered (`_prepare`): the editor waits for
+# that answer, and it needs none of them.
+ENGINE_MODULE = "lsp_server.core.engine"
 
 SETTINGS_KEY = "gatewayLs"
 CMD_REFACTOR = "gatewayLs.refactor"
@@ -91,11 +98,19 @@ class GatewayServer(LanguageServer):
     # -- the core, built once the event loop runs -----------------------------------------
 
     def start_preparing(self) -> None:
-        """Have the HTTP stack imported and its certificates loaded off the event loop (if the
-        command line has not started that already); on the loop it would delay the first
-        keystroke by more than its deadline."""
+        """Have the HTTP stack imported and its certificates loaded (if the command line has
+        not started that already) and the core imported, off the event loop; on the loop they
+        would delay the first keystroke by more than its deadline."""
         if self._prepared is None:
-            self._prepared = asyncio.wrap_future(preparing_remote_backends())
+            self._prepared = asyncio.ensure_future(self._prepare())
+
+    @staticmethod
+    async def _prepare() -> None:
+        """The core's import begins once the `initialize` answer is written (a task's first
+        step runs on the loop's next turn): imports hold the interpreter lock, and begun any
+        earlier they would delay the answer the editor waits for."""
+        await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+        await asyncio.wrap_future(preparing_remote_backends())
 
     async def start_services_when_prepared(self) -> None:
         if self._prepared is not None:
@@ -110,6 +125,8 @@ class GatewayServer(LanguageServer):
     @property
     def engine(self) -> Engine:
         if self._engine is None:
+            from lsp_server.core.engine import Engine
+
             self._loop = asyncio.get_running_loop()
             self._engine = Engine.for_process(
                 self.settings.effective, on_model_progress=self._on_model_progress
@@ -204,6 +221,8 @@ class GatewayServer(LanguageServer):
 
     def start_publishing(self) -> None:
         if self._publisher is None:
+            from lsp_server.routing.status_file import StatusPublisher
+
             self._publisher = StatusPublisher(self.engine.router.status, kind="lsp")
             self._publisher.start()
 
@@ -277,6 +296,8 @@ class GatewayServer(LanguageServer):
                 self.start_services()
                 return await self._suggest(request)
         except TimeoutError:
+            from lsp_server.suggest.service import Suggestion
+
             return Suggestion("", None, Reason.DEADLINE, budget_s * 1000, timed_out=True)
 
     def inflight(self) -> dict[str, int]:
@@ -532,6 +553,8 @@ async def run_refactor_command(
 
     `request_id` is the `workspace/executeCommand` request; a cancel from the progress UI
     cancels it as `$/cancelRequest` would, so that it is answered."""
+    from lsp_server.refactor.service import RefactorFailed
+
     params = args[0] if args else None
     if not isinstance(params, Mapping):
         raise ValueError("gatewayLs.refactor takes one argument: {uri, range, instruction}")
@@ -607,6 +630,8 @@ async def ask_instruction(ls: GatewayServer) -> str | None:
     """The instruction for a refactor asked without one (editors with no input box: Neovim,
     Emacs): the person picks one of the ready instructions; None if they dismiss the question.
     A client that cannot ask gets the default instruction rather than an empty one."""
+    from lsp_server.refactor.service import DEFAULT_INSTRUCTION
+
     titles = {title: instruction for title, instruction in READY_INSTRUCTIONS}
     question = types.ShowMessageRequestParams(
         type=types.MessageType.Info,
