@@ -13,11 +13,13 @@
 - A request after `shutdown` is answered with Invalid Request, as LSP requires; pygls drops it
   and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
+- Messages are written with orjson (see `json_codec`), and without logging each whole message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Generator
 from concurrent.futures import Future
@@ -28,6 +30,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcMethodNotFound,
@@ -35,6 +38,7 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from lsp_server.lsp import json_codec
 from lsp_server.lsp.documents import LspWorkspace
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,7 @@ class GatewayProtocol(LanguageServerProtocol):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._linked: dict[object, asyncio.Task[object]] = {}
+        self._writes: set[asyncio.Future[Any]] = set()
 
     def link_current_task(self) -> object:
         """Tie the running task to the request being handled; returns the request id."""
@@ -129,6 +134,33 @@ class GatewayProtocol(LanguageServerProtocol):
         if is_request:
             msg_id = msg_id if _is_message_id(msg_id) else None
             self._send_error(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+
+    def _send_data(self, data: Any) -> None:
+        """pygls' `_send_data`, encoding with `json_codec`."""
+        if not data:
+            return
+        if self.writer is None:
+            log.error("unable to send data: no transport")
+            return
+        try:
+            body = json_codec.encode(data, self._serialize_message)
+            if self._include_headers:
+                header = (
+                    f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                )
+                body = header.encode("ascii") + body
+            written = self.writer.write(body)
+            if inspect.isawaitable(written):  # the WebSocket writer
+                pending = asyncio.ensure_future(written)
+                self._writes.add(pending)
+                pending.add_done_callback(self._writes.discard)
+        except BrokenPipeError:
+            log.exception("error sending data: the pipe is closed")
+            raise
+        except Exception as error:
+            log.exception("error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     def _send_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
         if msg_id is not None:

@@ -14,14 +14,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import stat
 from threading import Event
 from typing import BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCProtocol
 
 from lsp_server.event_loop import run_on_fastest_loop
+from lsp_server.lsp import json_codec
 from lsp_server.lsp.bounded_stdin import (
     DISCARD_CHUNK,
     MAX_MESSAGE_BYTES,
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _HEADER_LINE_LIMIT = 64 * 1024
 _IGNORED_HEADER = b"X-Discarded: an over-long header line\r\n"
+_CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
 
 
 class PipeReader:
@@ -102,23 +107,41 @@ def _is_pipe_or_socket(stream: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+async def read_messages(server: LanguageServer, reader: PipeReader, stop_event: Event) -> None:
+    """pygls' `run_async` message loop, with bodies decoded by `json_codec`."""
+    protocol: JsonRPCProtocol = server.protocol
+    content_length = 0
+    while not stop_event.is_set():
+        header = await reader.readline()
+        if not header:
+            break
+        if not content_length:
+            match = _CONTENT_LENGTH.fullmatch(header)
+            if match:
+                content_length = int(match.group(1))
+        if content_length and not header.strip():
+            body = await reader.readexactly(content_length)
+            if not body:
+                break
+            try:
+                protocol.handle_message(json_codec.decode(body, protocol.structure_message))
+            except Exception as error:
+                log.exception("Unable to handle message")
+                server.report_server_error(error, JsonRpcException)
+            finally:
+                content_length = 0
+
+
 def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader.
+    """What pygls' `start_io` does, with `PipeReader` in place of its threaded reader and
+    `read_messages` in place of its message loop.
 
     Returns the exit code: `exit` gives 0 after `shutdown` and 1 without, as LSP says.
     """
     server._stop_event = stop_event = Event()  # `server.shutdown()` sets it
     server.protocol.set_writer(StdoutWriter(stdout))
     try:
-        run_on_fastest_loop(
-            run_async(
-                stop_event=stop_event,
-                reader=PipeReader(stdin, server),
-                protocol=server.protocol,
-                logger=log,
-                error_handler=server.report_server_error,
-            )
-        )
+        run_on_fastest_loop(read_messages(server, PipeReader(stdin, server), stop_event))
     except BrokenPipeError:
         log.error("the connection to the editor is gone; shutting down")
     except KeyboardInterrupt:

@@ -1,0 +1,74 @@
+"""orjson in the JSON-RPC path reads and writes every message as the json module would."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lsp_server.lsp.json_codec import decode, encode
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=30,
+)
+
+
+def recording_hook() -> tuple[list[list[str]], Any]:
+    seen: list[list[str]] = []
+
+    def hook(obj: dict[str, Any]) -> dict[str, Any]:
+        seen.append(sorted(obj))
+        return {"hooked": obj}
+
+    return seen, hook
+
+
+@given(JSON)
+def test_decoding_matches_json_loads_and_its_object_hook(value: Any) -> None:
+    body = json.dumps(value).encode()
+    ours, our_hook = recording_hook()
+    theirs, their_hook = recording_hook()
+    assert decode(body, our_hook) == json.loads(body, object_hook=their_hook)
+    assert ours == theirs  # every object, innermost first
+
+
+@given(JSON)
+def test_encoding_reads_back_as_json_dumps_does(value: Any) -> None:
+    assert json.loads(encode(value, str)) == json.loads(json.dumps(value, default=str))
+
+
+def test_a_float_that_is_not_finite_is_written_as_valid_json() -> None:
+    assert encode({"x": float("inf")}, str) == b'{"x":null}'
+
+
+def test_what_orjson_refuses_goes_through_json() -> None:
+    assert decode(b'{"id": 1, "n": [123456789012345678901234567890]}', dict) == {
+        "id": 1,
+        "n": [123456789012345678901234567890],
+    }
+    assert decode(b"-123456789012345678901234567890", dict) == -123456789012345678901234567890
+    assert decode('{"id": 2}'.encode("utf-16"), dict) == {"id": 2}
+    assert json.loads(encode({"big": 2**70, 1: "int key"}, str)) == {
+        "big": 2**70,
+        "1": "int key",
+    }
+
+
+def test_objects_json_cannot_encode_go_to_the_default() -> None:
+    class Opaque:
+        def __init__(self) -> None:
+            self.field = "value"
+
+    assert json.loads(encode({"x": Opaque()}, lambda o: o.__dict__)) == {"x": {"field": "value"}}
+
+
+def test_text_beyond_ascii_is_written_as_utf8() -> None:
+    assert encode({"text": "é→😀"}, str) == '{"text":"é→😀"}'.encode()
