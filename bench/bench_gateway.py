@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_ADDED_P50_MS = 1.0
@@ -70,7 +71,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def process(args: list[str], ready_url: str, log: Path, timeout_s: float = 60) -> Iterator[None]:
+def process(
+    args: list[str], ready_url: str, log: Path, timeout_s: float = 60
+) -> Iterator[subprocess.Popen[bytes]]:
     """Run `args` (output to `log`) until the block ends; ready once `ready_url` answers."""
     with log.open("wb") as output:
         child = subprocess.Popen(args, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
@@ -85,7 +88,7 @@ def process(args: list[str], ready_url: str, log: Path, timeout_s: float = 60) -
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{args[:4]} did not start within {timeout_s} s")
             time.sleep(0.1)
-        yield
+        yield child
     finally:
         child.terminate()
         try:
@@ -95,13 +98,17 @@ def process(args: list[str], ready_url: str, log: Path, timeout_s: float = 60) -
             child.wait()
 
 
-def fake_endpoint(workdir: Path, port: int) -> contextlib.AbstractContextManager[None]:
+def fake_endpoint(
+    workdir: Path, port: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     args = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
     ready = f"http://127.0.0.1:{port}/v1/models"
     return process([*args, "--text", "return a + b\n"], ready, workdir / "endpoint.log")
 
 
-def gateway(workdir: Path, port: int, endpoint_url: str) -> contextlib.AbstractContextManager[None]:
+def gateway(
+    workdir: Path, port: int, endpoint_url: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     config = workdir / "gateway.toml"
     config.write_text(
         "[routing]\ninline_deadline_ms = 5000\nmax_hedge_ratio = 0\n"
@@ -121,7 +128,7 @@ def litellm_command() -> str | None:
 
 def litellm_proxy(
     command: str, workdir: Path, port: int, endpoint_url: str
-) -> contextlib.AbstractContextManager[None]:
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     config = workdir / "litellm.yaml"
     config.write_text(
         f"general_settings:\n  master_key: {LITELLM_KEY}\n"
@@ -188,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         stack.enter_context(fake_endpoint(workdir, endpoint_port))
-        stack.enter_context(gateway(workdir, gateway_port, endpoint_url))
+        gateway_process = psutil.Process(
+            stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
+        )
         paths = [
             ("endpoint, direct", f"{endpoint_url}/completions", "fake-model", "unused"),
             ("gateway-ls gateway -> endpoint", local_url(gateway_port), "gateway-ls", "unused"),
@@ -202,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
             Target(name, url, model, stack.enter_context(keep_alive_client(key)), [])
             for name, url, model, key in paths
         ]
+        cpu_before = sum(gateway_process.cpu_times()[:2])
         measure(targets, args.requests)
+        gateway_cpu_ms = (sum(gateway_process.cpu_times()[:2]) - cpu_before) * 1000
+        gateway_cpu_ms /= args.requests + WARMUP_REQUESTS
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     print(f"non-streaming /v1/completions, {args.requests} requests per path, keep-alive\n")
     print_table(targets, targets[0])
@@ -216,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  of its {gateway_p50:.2f} ms, the upstream call (streamed, as the router times it) "
         f"takes {upstream_p50:.2f} ms; HTTP in and out, parsing and routing the rest"
+    )
+    print(
+        f"  the gateway's CPU per request: {gateway_cpu_ms:.2f} ms (steadier than wall time on "
+        "a shared machine)"
     )
     if command is None:
         print("LiteLLM: not installed")

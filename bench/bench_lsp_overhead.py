@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -126,10 +127,12 @@ def zero_latency_endpoint() -> Iterator[str]:
 # --- overhead --------------------------------------------------------------------------------
 
 
-async def direct_ms(backend: OpenAICompatibleBackend, prefix: str) -> float:
-    started = time.perf_counter()
+async def direct_ms(backend: OpenAICompatibleBackend, prefix: str, cpu_ms: list[float]) -> float:
+    """Wall time of one direct request; its CPU time in this process goes to `cpu_ms`."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     parts = [chunk async for chunk in backend.complete(CompletionRequest(prefix, "\n"))]
     elapsed = (time.perf_counter() - started) * 1000
+    cpu_ms.append((time.process_time() - cpu_started) * 1000)
     if not parts:
         raise RuntimeError("the endpoint answered nothing")
     return elapsed
@@ -152,9 +155,18 @@ async def through_server_ms(client: LanguageClient, uri: str, line: int) -> floa
     return elapsed
 
 
-async def measure_overhead(
-    requests: int, workdir: Path
-) -> tuple[list[float], list[float], list[float], float, float]:
+@dataclass
+class Overhead:
+    direct: list[float]
+    served: list[float]
+    routed: list[float]
+    rss_idle_mb: float
+    rss_after_mb: float
+    direct_cpu_ms: float  # per request, in this process
+    server_cpu_ms: float  # per request, in the server's process
+
+
+async def measure_overhead(requests: int, workdir: Path) -> Overhead:
     with zero_latency_endpoint() as base_url:
         config_path = workdir / "config.toml"
         config_path.write_text(config_text(base_url), encoding="utf-8")
@@ -173,21 +185,31 @@ async def measure_overhead(
             backend = OpenAICompatibleBackend(
                 EndpointConfig(name="direct", kind="openai", base_url=base_url, model="fake-model")
             )
-            direct, served = [], []
+            direct, served, direct_cpu = [], [], []
+            server_cpu_before = sum(server_process(client).cpu_times()[:2])
             try:
                 for index in range(requests):
                     line = index % LINES  # a new prefix every time: no cache hits
                     prefix = source[: source.index(f"value_{line} = ") + len(f"value_{line} = ")]
-                    direct.append(await direct_ms(backend, prefix))
+                    direct.append(await direct_ms(backend, prefix, direct_cpu))
                     served.append(await through_server_ms(client, uri, line))
             finally:
                 await backend.aclose()
+            server_cpu_s = sum(server_process(client).cpu_times()[:2]) - server_cpu_before
             rss_after_mb = server_process(client).memory_info().rss / 2**20
             status = await client.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="gatewayLs.status")
             )
     routed = [d["latency_ms"] for d in status["decisions"]]
-    return direct, served, routed, rss_idle_mb, rss_after_mb
+    return Overhead(
+        direct,
+        served,
+        routed,
+        rss_idle_mb,
+        rss_after_mb,
+        direct_cpu_ms=statistics.fmean(direct_cpu),
+        server_cpu_ms=server_cpu_s * 1000 / requests,
+    )
 
 
 # --- start-up --------------------------------------------------------------------------------
@@ -237,12 +259,12 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gateway-ls-bench-") as tmp:
         workdir = Path(tmp)
-        direct, served, routed, rss_idle, rss_after = asyncio.run(
-            measure_overhead(args.requests, workdir)
-        )
+        overhead = asyncio.run(measure_overhead(args.requests, workdir))
         startups = asyncio.run(measure_startup(args.starts, workdir))
         floor = measure_import_floor(args.starts)
 
+    direct, served, routed = overhead.direct, overhead.served, overhead.routed
+    rss_idle, rss_after = overhead.rss_idle_mb, overhead.rss_after_mb
     added_p50 = quantile(served, 0.5) - quantile(direct, 0.5)
     added_p99 = quantile(served, 0.99) - quantile(direct, 0.99)
     print(f"\nkeystroke path, {args.requests} requests against a zero-latency endpoint (ms)\n")
@@ -261,6 +283,11 @@ def main() -> None:
         f"\nof which inside the router (decision log, last {len(routed)} requests): p50 "
         f"{quantile(routed, 0.5):.2f} ms of routed time vs {quantile(direct, 0.5):.2f} ms direct; "
         "the rest is the LSP layer and the stdio JSON-RPC round trip"
+    )
+    print(
+        f"CPU per request (steadier than wall time on a shared machine): the server "
+        f"{overhead.server_cpu_ms:.2f} ms, the HTTP backend alone {overhead.direct_cpu_ms:.2f} ms; "
+        f"the server's own {overhead.server_cpu_ms - overhead.direct_cpu_ms:.2f} ms"
     )
     print()
     print(
