@@ -196,7 +196,9 @@ async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
 async def test_serve_accepts_the_flags_lsp_clients_append(tmp_path: Path) -> None:
     """vscode-languageclient starts `serve --stdio --clientProcessId=N`; it must answer."""
     with FakeLLMServer(Behaviour(text="pass\n")) as endpoint:
-        config = LOCAL_OFF + endpoint_toml("fast", endpoint.base_url)
+        # A far deadline: the first keystroke comes as the server starts, on a loaded machine.
+        routing = "[routing]\ninline_deadline_ms = 20000\nhedge_after_ms = 19000\n"
+        config = routing + LOCAL_OFF + endpoint_toml("fast", endpoint.base_url)
         flags = ("--stdio", "--clientProcessId=1")
         async with lsp_session(tmp_path, config_text=config, extra_args=flags) as client:
             uri = (tmp_path / "s.py").as_uri()
