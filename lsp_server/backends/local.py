@@ -46,6 +46,7 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
+from lsp_server.backends.model_presets import preset_named
 from lsp_server.config.model import LocalConfig
 
 if TYPE_CHECKING:
@@ -188,9 +189,9 @@ class LocalBackend(Backend):
     def _open_model(self, path: Path) -> Llama:
         import llama_cpp
 
-        bundled = not self._config.model_path
-        llm = open_model(path, self._config, chat_format="gemma" if bundled else None)
-        self._fold_system_prompt = bundled
+        preset = None if self._config.model_path else preset_named(self._config.model)
+        llm = open_model(path, self._config, chat_format=preset and preset.chat_format)
+        self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         self._bos = llm.tokenize(b"", add_bos=True)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         fim = (

@@ -58,6 +58,10 @@ class RoutingConfig:
     max_hedge_ratio: float = 0.2
 
 
+# The local models known by name (`[local] model`); backends/model_presets.py describes each.
+LOCAL_MODEL_PRESETS: tuple[str, ...] = ("gemma-3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
 def default_threads() -> int:
     """Half the cores, at least one: llama.cpp's threads spin, and one left without a core
     (an editor, a build on a laptop) stalls them all; bench/bench_local.py --sweep-threads
@@ -67,7 +71,8 @@ def default_threads() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
-    model_path: str = ""  # empty: the bundled default model
+    model: str = ""  # a name from LOCAL_MODEL_PRESETS; empty: the bundled default
+    model_path: str = ""  # a .gguf of the user's own, instead of a preset
     n_ctx: int = 4096
     n_threads: int = field(default_factory=default_threads)  # 0: all cores
     enabled: bool = True
