@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "refactor": 3,
     "chat": 3,
     "routing": 4,
+    "context": 4,
     "backends": 5,
     "privacy": 5,
     "config": 6,

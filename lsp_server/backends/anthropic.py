@@ -52,7 +52,7 @@ class AnthropicBackend(Backend):
     ) -> AsyncIterator[str]:
         stop = request.stop + (("\n",) if request.single_line else ())
         chat = ChatRequest(
-            messages=fim_chat_messages(request),
+            messages=fim_chat_messages(request, self.config.context_tokens),
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             stop=stop,

@@ -13,6 +13,11 @@ prefix. The counters below measure how much was reused. `prefill` does that eval
 time, while the model is idle (a document opened or edited), as llama.vim and llama.vscode do:
 the next request pays only for what changed since. A prefill never delays a request: one that
 is queued when a request comes is dropped, one that is running stops within a graph node.
+
+Context beyond the file leads the prompt (it changes least from one keystroke to the next): in
+the repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those
+tokens and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model
+without FIM tokens (the bundled Gemma 3 270M) can read as plain code.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
+    ContextChunk,
     FailureKind,
     Usage,
+    context_within,
 )
 from lsp_server.backends.bundled_model import (
     INSTALL_HINT,
@@ -45,6 +52,7 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
+from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
@@ -89,6 +97,8 @@ class LocalBackend(LocalModel):
         self._model_path: Path | None = None
         self._bos: list[int] = []
         self._fim_tokens: tuple[int, int, int] | None = None
+        # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
+        self._repo_tokens: dict[str, int] = {}
         self._fold_system_prompt = False
         self._jobs: set[_Job] = set()
         self._prefills: set[_Job] = set()
@@ -191,6 +201,7 @@ class LocalBackend(LocalModel):
             llama_cpp.llama_vocab_fim_mid(vocab),
         )
         self._fim_tokens = fim if min(fim) >= 0 else None
+        self._repo_tokens = _repo_level_tokens(llm)
         return llm
 
     # Generation
@@ -400,16 +411,39 @@ class LocalBackend(LocalModel):
     def _completion_prompt(
         self, llm: Llama, request: CompletionRequest, max_tokens: int
     ) -> list[int]:
-        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone."""
+        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone; context
+        beyond the file leads, in the repository-level format where the model has its tokens,
+        else as path-comment blocks."""
         budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
-        prefix = llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
+        chunks = context_within(request.context, self._config.context_tokens)
+        repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
+        if repo_level:
+            context = self._repo_level_context(llm, chunks, request.workspace_path)
+        else:
+            blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
+            context = _plain_tokens(llm, blocks)
+        if len(context) > budget // 2:
+            context = []  # a context this large would crowd out the file itself
+        budget -= len(context)
+        prefix = _plain_tokens(llm, request.prefix)
         if self._fim_tokens is None:
-            return self._bos + _keep_tail(prefix, budget)
+            return self._bos + context + _keep_tail(prefix, budget)
         fim_pre, fim_suf, fim_mid = self._fim_tokens
-        suffix = llm.tokenize(request.suffix.encode(), add_bos=False, special=False)
+        suffix = _plain_tokens(llm, request.suffix)
         suffix = suffix[: budget // 4]
         prefix = _keep_tail(prefix, budget - len(suffix))
-        return [*self._bos, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        if repo_level:
+            return [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        return [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
+
+    def _repo_level_context(
+        self, llm: Llama, chunks: Sequence[ContextChunk], current_path: str
+    ) -> list[int]:
+        tokens: list[int] = []
+        for marker, text in repo_level_parts(chunks, current_path):
+            tokens.append(self._repo_tokens[marker])
+            tokens += _plain_tokens(llm, text)
+        return tokens
 
     def _record_prompt(self, job: _Job, previous: Sequence[int], prompt: Sequence[int]) -> None:
         """Note the prompt size and how much of it the KV cache already held."""
@@ -539,6 +573,33 @@ def _chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> lis
     elif system:
         turns.insert(0, {"role": "user", "content": system})
     return turns
+
+
+# The repository-level markers of Qwen2.5-Coder and of StarCoder2, by what they mark.
+_REPO_MARKERS = {
+    "repo_name": ("<|repo_name|>", "<repo_name>"),
+    "file_sep": ("<|file_sep|>", "<file_sep>"),
+}
+
+
+def _repo_level_tokens(llm: Llama) -> dict[str, int]:
+    """The model's own token for each repository-level marker it has."""
+    found: dict[str, int] = {}
+    for marker, spellings in _REPO_MARKERS.items():
+        for spelling in spellings:
+            tokens = llm.tokenize(spelling.encode(), add_bos=False, special=True)
+            if len(tokens) == 1:
+                found[marker] = tokens[0]
+                break
+    return found
+
+
+def _plain_tokens(llm: Llama, text: str) -> list[int]:
+    """`text` as tokens, a special token's spelling in it read as plain text: a file cannot
+    write the model's control tokens."""
+    if not text:
+        return []
+    return llm.tokenize(text.encode(), add_bos=False, special=False)
 
 
 def _keep_tail(tokens: list[int], budget: int) -> list[int]:

@@ -2,7 +2,9 @@
 
 FIM endpoints get the kind's FIM path (`/completions`, Mercury's and Codestral's
 `/fim/completions`, DeepSeek's `/beta/completions`, or the endpoint's `fim_path`) with `prompt`
-+ `suffix`; the others get the chat path with a fill-in-the-middle instruction. Both stream over
++ `suffix` (context beyond the file as path-comment blocks before the prefix); the others get
+the chat path with a fill-in-the-middle instruction (context as a section of the user message).
+Both stream over
 SSE; a server that ignores `stream` and answers with one JSON body is handled too. A FIM answer
 may come in the text-completion shape (`choices[].text`) or, as Codestral's does, in the
 chat-completion shape (`message` / `delta`): both are read.
@@ -23,9 +25,11 @@ from lsp_server.backends.base import (
     CompletionRequest,
     FailureKind,
     Usage,
+    context_within,
     estimate_tokens,
     token_count,
 )
+from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
     endpoint_timeout_s,
@@ -60,7 +64,7 @@ class OpenAICompatibleBackend(Backend):
         if self.config.fim:
             return self._stream(relative(fim_path(self.config)), self._fim_body(request), usage)
         chat = ChatRequest(
-            messages=fim_chat_messages(request),
+            messages=fim_chat_messages(request, self.config.context_tokens),
             max_tokens=max_tokens,
             temperature=request.temperature,
             stop=request.stop,
@@ -70,7 +74,7 @@ class OpenAICompatibleBackend(Backend):
     def _fim_body(self, request: CompletionRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
-            "prompt": request.prefix,
+            "prompt": self.prompt_with_context(request),
             "max_tokens": min(request.max_tokens, self.config.max_tokens),
             "temperature": request.temperature,
             "stream": True,
@@ -80,6 +84,12 @@ class OpenAICompatibleBackend(Backend):
         if request.stop:
             body["stop"] = list(request.stop)[:MAX_STOP_SEQUENCES]
         return body
+
+    def prompt_with_context(self, request: CompletionRequest) -> str:
+        """The prefix after path-comment blocks of the context that fits this endpoint."""
+        chunks = context_within(request.context, self.config.context_tokens)
+        blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
+        return blocks + request.prefix
 
     def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         body: dict[str, Any] = {

@@ -463,6 +463,16 @@ def _not_negative(value: int | float) -> str | None:
     return None if value >= 0 else f"must not be negative, got {value}"
 
 
+# More context than this is not context for a keystroke: it is a second file.
+MAX_CONTEXT_TOKENS = 32_768
+
+
+def _context_tokens(value: int) -> str | None:
+    if 0 <= value <= MAX_CONTEXT_TOKENS:
+        return None
+    return f"must be between 0 (no context) and {MAX_CONTEXT_TOKENS}, got {value}"
+
+
 def _ratio(value: float) -> str | None:
     return None if 0 <= value <= 1 else f"must be between 0 and 1, got {value}"
 
@@ -543,6 +553,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("local", "n_threads"): _not_negative,
     ("local", "max_tokens"): _positive,
     ("local", "deadline_ms"): _positive,
+    ("local", "context_tokens"): _context_tokens,
     ("gateway", "host"): _non_empty,
     ("gateway", "port"): _port,
     ("gateway", "token_env"): _env_var_names,
@@ -560,6 +571,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "chat_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,
+    ("endpoints", "context_tokens"): _context_tokens,
     ("endpoints", "input"): _not_negative,
     ("endpoints", "output"): _not_negative,
 }

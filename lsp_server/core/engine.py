@@ -1,6 +1,7 @@
 """The application core, built once per process from the configuration.
 
-It owns the router, the privacy guard, the completion cache and the services that use them. The
+It owns the router, the privacy guard, the completion cache, the context store (what the
+server has seen of the workspace, for prompts) and the services that use them. The
 front doors (the LSP server, the gateway app, `gateway-ls complete`) hold one `Engine` and only
 translate their wire format into its calls and back, so a capability added here reaches every
 door at once (`docs/architecture.md`, "Layers").
@@ -13,6 +14,7 @@ import random
 from lsp_server.backends.factory import ProgressCallback, local_backend_factory, remote_backend
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config
+from lsp_server.context.store import ContextStore
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.service import RefactorService
 from lsp_server.routing.endpoint_pool import LocalFactory, RemoteFactory
@@ -45,7 +47,10 @@ class Engine:
         )
         self.privacy = PrivacyGuard(lambda: self.router.config.routing)
         self.cache = CompletionCache()
-        self.suggestions = SuggestionService(self.router, self.privacy, self.cache)
+        self.context = ContextStore(
+            self.privacy, enabled=lambda: self.router.config.routing.context
+        )
+        self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
 
@@ -65,6 +70,7 @@ class Engine:
         """Apply a new configuration (a reloaded file, editor settings): the endpoints that
         stay keep their statistics; the cache is kept, as its entries name their endpoint."""
         self.router.reconfigure(config)
+        self.context.reconfigure()
 
     def start_local_model(self) -> None:
         """Start loading the local model if it is enabled (an editor connected: offline and
@@ -72,4 +78,5 @@ class Engine:
         self.router.start_local_model()
 
     async def aclose(self) -> None:
+        await self.context.aclose()
         await self.router.aclose()

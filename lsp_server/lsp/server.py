@@ -114,7 +114,34 @@ class GatewayServer(LanguageServer):
             self._engine = Engine.for_process(
                 self.settings.effective, on_model_progress=self._on_model_progress
             )
+            self.update_workspace_folders()
+            for document in list(self.workspace.text_documents.values()):
+                self.note_document(document.uri, "opened")
         return self._engine
+
+    # -- what the context store sees -------------------------------------------------------
+
+    def update_workspace_folders(self) -> None:
+        if self._engine is None:
+            return
+        folders = [folder.uri for folder in self.workspace.folders.values()]
+        if not folders and self.workspace.root_uri:
+            folders = [self.workspace.root_uri]
+        self._engine.context.set_workspace_folders(folders)
+
+    def note_document(self, uri: str, event: str, line: int | None = None) -> None:
+        """Tell the context store of a document event ("opened", "changed" at `line`,
+        "saved"); it only notes it, and gathers once typing pauses."""
+        document = open_document(self, uri)
+        if document is None or self._engine is None:
+            return
+        context, language = self._engine.context, document.language_id or ""
+        if event == "changed" and line is not None:
+            context.changed(document.uri, document.source, language, line)
+        elif event == "saved":
+            context.saved(document.uri, document.source, language)
+        elif event == "opened":
+            context.opened(document.uri, document.source, language)
 
     def apply_config(self, config: Config) -> None:
         if self._engine is not None:
@@ -195,6 +222,7 @@ class GatewayServer(LanguageServer):
             self._inflight.pop(key).cancel()
         if self._engine is not None:
             self._engine.suggestions.forget(uri)
+            self._engine.context.closed(uri)
 
     async def suggest_at(
         self, uri: str, position: types.Position, *, kind: str
@@ -384,6 +412,17 @@ def register_features(server: GatewayServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.prefill(params.text_document.uri, None)
+        ls.note_document(params.text_document.uri, "opened")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: GatewayServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.note_document(params.text_document.uri, "saved")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(
+        ls: GatewayServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        ls.update_workspace_folders()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GatewayServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -395,6 +434,7 @@ def register_features(server: GatewayServer) -> None:
             return
         if isinstance(change, types.TextDocumentContentChangePartial):
             offset = offset_at(document, change.range.start) + len(change.text)
+            ls.note_document(uri, "changed", change.range.start.line)
         else:
             offset = None
         ls.prefill(uri, offset)

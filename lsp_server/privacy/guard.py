@@ -80,6 +80,16 @@ class PrivacyGuard:
         )
         return self._reason(uri, verdict)
 
+    def excerpt_reason(self, uri: str, excerpt: str, document: str = "") -> Reason | None:
+        """Why `excerpt` (whole lines of `document`, at `uri`) must not join the prompt of
+        another request, or None. Stricter than a window: a secret in it rules it out even
+        with `redact_secrets` off (nobody asked for it to be sent), and so does a private key
+        anywhere in the document. The path alone is judged when `excerpt` is empty."""
+        verdict = classify(self._policy_for(self._routing()), uri, excerpt, redact_secrets=True)
+        if not verdict.local_only and document:
+            verdict = _private_key_anywhere(document)
+        return self._reason(uri, verdict)
+
     def forget(self, uri: str) -> None:
         self._memos.pop(uri, None)
 

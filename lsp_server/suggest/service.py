@@ -3,15 +3,17 @@
 Every front door asks it: the LSP and `gateway-ls complete` with a document and a cursor
 (`suggest`), the gateway with a prompt and suffix it already holds (`complete`). It owns the
 cache lookup, the privacy verdict, the router call and the cleaning, and knows nothing of the
-protocol that asked.
+protocol that asked. Context beyond the file (`context/`) joins a document's request here:
+the store's ranked chunks, which each backend cuts to its own budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lsp_server.backends.base import CompletionRequest, Usage
+from lsp_server.context.store import ContextStore
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Unavailable
@@ -51,10 +53,18 @@ class Suggestion:
 
 
 class SuggestionService:
-    def __init__(self, router: Router, privacy: PrivacyGuard, cache: CompletionCache) -> None:
+    def __init__(
+        self,
+        router: Router,
+        privacy: PrivacyGuard,
+        cache: CompletionCache,
+        context: ContextStore | None = None,
+    ) -> None:
+        """`context`: where context beyond the file comes from (None: the window alone)."""
         self.router = router
         self.privacy = privacy
         self.cache = cache
+        self.context = context
 
     async def suggest(
         self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
@@ -62,9 +72,10 @@ class SuggestionService:
         """One suggestion at `offset` in a document; `pinned` asks that one endpoint only
         (privacy wins over it)."""
         request = self._document_request(uri, text, offset, language)
-        stay_local = self.privacy.window_reason(
-            uri, text, offset - len(request.prefix), offset, offset + len(request.suffix)
-        )
+        window = (offset - len(request.prefix), offset + len(request.suffix))
+        if self.context is not None:
+            self.context.completion_at(uri, text, language, window)
+        stay_local = self.privacy.window_reason(uri, text, window[0], offset, window[1])
         cached = self.cache.get(uri, request.prefix, request.suffix) if pinned is None else None
         if cached is not None and (stay_local is None or cached.source == LOCAL_NAME):
             self.router.record_cache_hit(cached.source, uri)
@@ -184,9 +195,24 @@ class SuggestionService:
     def _document_request(
         self, uri: str, text: str, offset: int, language: str
     ) -> CompletionRequest:
-        return build_completion_request(
+        request = build_completion_request(
             text, offset, language=language, path=uri, max_tokens=self._max_tokens()
         )
+        if self.context is None:
+            return request
+        window = (offset - len(request.prefix), offset + len(request.suffix))
+        chunks = self.context.ranked(uri, text, window, offset, self._context_tokens())
+        if not chunks:
+            return request
+        return replace(request, context=chunks, workspace_path=self.context.workspace_path(uri))
+
+    def _context_tokens(self) -> int:
+        """The largest context budget of those who may answer: each cuts its own from it."""
+        config = self.router.config
+        budgets = [e.context_tokens for e in config.endpoints_with_role("inline")]
+        if config.local.enabled:
+            budgets.append(config.local.context_tokens)
+        return max(budgets, default=0)
 
     def _max_tokens(self) -> int:
         config = self.router.config
