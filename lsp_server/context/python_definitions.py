@@ -24,17 +24,18 @@ def module_definitions(source: str) -> dict[str, Definition] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     found: dict[str, Definition] = {}
+    lines = source.splitlines()
     for node in tree.body:
-        for name, text in _shown(node):
+        for name, text in _shown(node, lines):
             found.setdefault(name, Definition(name, node.lineno - 1, text))
     return found
 
 
-def _shown(node: ast.stmt) -> list[tuple[str, str]]:
+def _shown(node: ast.stmt, lines: list[str]) -> list[tuple[str, str]]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return [(node.name, _function(node, ""))]
+        return [(node.name, _function(node, "", lines))]
     if isinstance(node, ast.ClassDef):
-        return [(node.name, _class(node))]
+        return [(node.name, _class(node, lines))]
     if isinstance(node, ast.Assign | ast.AnnAssign):
         text = ast.unparse(node)
         if len(text) > MAX_ASSIGNMENT_CHARS:
@@ -44,20 +45,30 @@ def _shown(node: ast.stmt) -> list[tuple[str, str]]:
     return []
 
 
-def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, indent: str) -> str:
+def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, indent: str, lines: list[str]) -> str:
+    return _signature(node, indent, lines) + _body_line(node, indent + "    ")
+
+
+def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef, indent: str, lines: list[str]) -> str:
+    """The signature as the file writes it (its own spacing and line breaks), re-indented;
+    rebuilt from the tree when the body shares its line."""
+    first, body = node.lineno - 1, node.body[0].lineno - 1
+    written = lines[first:body]
+    if written and written[-1].rstrip().endswith(":"):
+        margin = len(written[0]) - len(written[0].lstrip())
+        return "".join(indent + line[margin:].rstrip() + "\n" for line in written)
     keyword = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
     returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
-    head = f"{indent}{keyword} {node.name}({ast.unparse(node.args)}){returns}:"
-    return head + "\n" + _body_line(node, indent + "    ")
+    return f"{indent}{keyword} {node.name}({ast.unparse(node.args)}){returns}:\n"
 
 
-def _class(node: ast.ClassDef) -> str:
+def _class(node: ast.ClassDef, lines: list[str]) -> str:
     bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
     head = f"class {node.name}({', '.join(bases)}):" if bases else f"class {node.name}:"
     doc = _docstring_line(node)
-    lines = [head + "\n"]
+    shown = [head + "\n"]
     if doc:
-        lines.append(f'    """{doc}"""\n')
+        shown.append(f'    """{doc}"""\n')
     methods = [
         item
         for item in node.body
@@ -65,10 +76,10 @@ def _class(node: ast.ClassDef) -> str:
         and (item.name == "__init__" or not item.name.startswith("_"))
     ]
     for method in methods[: MAX_METHODS + 1]:
-        lines.append(_function(method, "    "))
-    if len(lines) == 1:
-        lines.append("    ...\n")
-    return "".join(lines)
+        shown.append(_function(method, "    ", lines))
+    if len(shown) == 1:
+        shown.append("    ...\n")
+    return "".join(shown)
 
 
 def _body_line(node: ast.FunctionDef | ast.AsyncFunctionDef, indent: str) -> str:

@@ -157,6 +157,16 @@ class ContextStore:
         """The document's path relative to its workspace folder, once gathered; else ""."""
         return self._paths.get(uri, "")
 
+    def status(self) -> dict[str, int | bool]:
+        """What it holds, for `gatewayLs.status`: counts only, never content."""
+        return {
+            "enabled": self.enabled,
+            "chunks": len(self.ring),
+            "recent_edits": len(self.edits),
+            "definitions": sum(len(chunks) for chunks in self._definitions.values()),
+            "gathering": len(self._pending) + len(self._running),
+        }
+
     # -- configuration and life cycle --------------------------------------------------------
 
     def reconfigure(self) -> None:

@@ -502,7 +502,12 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_STATUS)
     def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
-        return {**ls.engine.router.status(), "inflight": ls.inflight()}
+        engine = ls.engine
+        return {
+            **engine.router.status(),
+            "inflight": ls.inflight(),
+            "context": engine.context.status(),
+        }
 
     @server.command(CMD_SET_OFFLINE)
     def set_offline(ls: GatewayServer, *args: Any) -> dict[str, Any]:

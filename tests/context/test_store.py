@@ -170,7 +170,7 @@ def test_definitions_of_imported_names_come_from_the_workspace(tmp_path: Path) -
     store.gather_now()
     context = ranked_for(store, main, text + "nicate_widget(w, force=2)")
     assert "shop/widgets.py" in context
-    assert "def frobnicate_widget(widget: Widget, *, force: float=1.0) -> Widget:" in context
+    assert "def frobnicate_widget(widget: Widget, *, force: float = 1.0) -> Widget:" in context
     assert '"""Turn a widget inside out, gently."""' in context
     assert "More words" not in context
     assert "def turn(self, knob: int) -> None:" in context and "_hidden" not in context
@@ -184,7 +184,7 @@ def test_an_open_document_is_read_before_the_disk(tmp_path: Path) -> None:
     store.opened((root / "shop" / "widgets.py").as_uri(), edited, "python")
     store.opened(main.as_uri(), text, "python")
     store.gather_now()
-    assert "force: float=9.5" in ranked_for(store, main, text + "nicate_widget(w)")
+    assert "force: float = 9.5" in ranked_for(store, main, text + "nicate_widget(w)")
 
 
 def test_chunks_of_other_open_files_join_by_similarity(tmp_path: Path) -> None:
