@@ -84,6 +84,13 @@ def complete_at(
     return EXIT_OK
 
 
+def workspace_folder(path: Path) -> Path:
+    """The folder whose files may join the prompt as context: the working directory when the
+    file is inside it, else the file's own directory."""
+    here, file = Path.cwd().resolve(), path.resolve()
+    return here if file.is_relative_to(here) else file.parent
+
+
 async def _suggest(
     config: Config, path: Path, text: str, offset: int, pinned: str | None
 ) -> str | None:
@@ -91,6 +98,10 @@ async def _suggest(
     engine = Engine.for_process(config, on_model_progress=StderrProgress())
     try:
         uri = path.resolve().as_uri()
+        language = LANGUAGE_BY_SUFFIX.get(path.suffix, "")
+        engine.context.set_workspace_folders([workspace_folder(path).as_uri()])
+        engine.context.opened(uri, text, language)
+        await engine.context.settled()  # the definitions of what the file imports
         suggestions = engine.suggestions
         await suggestions.load_local_if_it_answers(uri=uri, text=text, pinned=pinned)
         measured_before = any(e.stats.measured for e in engine.router.pool.all())  # earlier runs
@@ -98,7 +109,7 @@ async def _suggest(
             uri=uri,
             text=text,
             offset=offset,
-            language=LANGUAGE_BY_SUFFIX.get(path.suffix, ""),
+            language=language,
             pinned=pinned,
         )
         detail = suggestion.detail or ""
