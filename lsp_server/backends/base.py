@@ -41,8 +41,12 @@ class ContextChunk:
 
     @property
     def tokens(self) -> int:
-        """Its cost in a prompt, with the line that names its file."""
-        return estimate_tokens(len(self.path) + len(self.text) + 16)
+        return context_tokens(self.path, self.text)
+
+
+def context_tokens(path: str, text: str) -> int:
+    """What a piece of context costs in a prompt, with the line that names its file."""
+    return estimate_tokens(len(path) + len(text) + 16)
 
 
 def context_within(chunks: tuple[ContextChunk, ...], budget_tokens: int) -> list[ContextChunk]:

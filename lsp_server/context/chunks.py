@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from lsp_server.backends.base import context_tokens
 from lsp_server.context.identifiers import identifiers
 
 _sequence = itertools.count()
@@ -27,6 +28,7 @@ class Chunk:
     kind: int = ChunkKind.FILE
     name: str = ""  # a definition's name
     words: frozenset[str] = field(default=frozenset(), compare=False)
+    tokens: int = field(default=0, compare=False)  # its cost in a prompt
     # Gathered later: higher. Orders chunks of a kind in a prompt, oldest (most stable) first.
     sequence: int = field(default_factory=lambda: next(_sequence), compare=False)
 
@@ -34,7 +36,15 @@ class Chunk:
     def of(
         cls, uri: str, path: str, start_line: int, text: str, kind: int = ChunkKind.FILE
     ) -> Chunk:
-        return cls(uri, path, start_line, text, kind, words=identifiers(text))
+        return cls(
+            uri,
+            path,
+            start_line,
+            text,
+            kind,
+            words=identifiers(text),
+            tokens=context_tokens(path, text),
+        )
 
     @property
     def end_line(self) -> int:

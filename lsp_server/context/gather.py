@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lsp_server.context.chunks import Chunk, ChunkKind, lines_around
-from lsp_server.context.python_definitions import Definition, module_definitions
+from lsp_server.context.parsed_modules import ParsedModules
+from lsp_server.context.python_definitions import Definition
 from lsp_server.context.python_imports import import_statements, imports_of
 from lsp_server.context.settings import ContextSettings
 from lsp_server.context.workspace import WorkspaceFolders, file_path
@@ -51,12 +52,15 @@ class Gatherer:
         folders: WorkspaceFolders,
         settings: ContextSettings,
         open_texts: Mapping[str, str],
+        parsed: ParsedModules,
     ) -> None:
-        """`open_texts`: open documents' texts by real path, read before the disk."""
+        """`open_texts`: open documents' texts by real path, read before the disk; `parsed`:
+        the modules parsed before (used from one thread at a time)."""
         self.privacy = privacy
         self.folders = folders
         self.settings = settings
         self.open_texts = open_texts
+        self.parsed = parsed
 
     def gather_all(self, events: list[DocumentEvent]) -> list[Gathered]:
         gathered: list[Gathered] = []
@@ -122,7 +126,8 @@ class Gatherer:
             uri = Path(real).as_uri()
             for name in names or tuple(definitions):
                 definition = definitions.get(name)
-                if definition is not None and self._shareable(uri, definition.text):
+                # The module's path was judged in `_module`; each definition's text is here.
+                if definition is not None and not self.privacy.holds_secret(definition.text):
                     found.append(_definition_chunk(uri, relative, definition))
             return set(definitions)
 
@@ -165,7 +170,7 @@ class Gatherer:
             text = self.folders.read(module_path, self.settings.max_file_bytes)
         if text is None or len(text) > self.settings.max_file_bytes:
             return None
-        definitions = module_definitions(text)
+        definitions = self.parsed.definitions(real, text)
         return None if definitions is None else (real, relative, definitions)
 
 
@@ -179,4 +184,5 @@ def _definition_chunk(uri: str, relative: str, definition: Definition) -> Chunk:
         chunk.kind,
         name=definition.name,
         words=chunk.words,
+        tokens=chunk.tokens,
     )

@@ -20,9 +20,8 @@ _COMMON = frozenset(
 
 def identifiers(text: str) -> frozenset[str]:
     """The distinct identifiers in `text`, common keywords and one-letter names left out."""
-    return frozenset(
-        word for word in _IDENTIFIER.findall(text) if len(word) > 1 and word not in _COMMON
-    )
+    words = set(_IDENTIFIER.findall(text)) - _COMMON
+    return frozenset(word for word in words if len(word) > 1)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -12,6 +12,7 @@ from lsp_server.context.identifiers import jaccard
 
 # A definition of a name the cursor's text uses outranks every chunk that only looks alike.
 _USED_NAME_BONUS = 2.0
+_SMALLEST_TOKENS = 8  # no chunk costs less (its file's name line): a budget below it is spent
 _ORDER_STRIDE = 10**12  # kinds apart in prompt order; within a kind, oldest first
 
 
@@ -36,12 +37,10 @@ def prompt_chunks(
     chosen: list[ContextChunk] = []
     left = budget_tokens
     for chunk in ranked:
-        if len(chosen) >= max_chunks:
+        if len(chosen) >= max_chunks or left < _SMALLEST_TOKENS:
             break
-        candidate = ContextChunk(
-            chunk.path, chunk.text, order=chunk.kind * _ORDER_STRIDE + chunk.sequence
-        )
-        if candidate.tokens <= left:
-            chosen.append(candidate)
-            left -= candidate.tokens
+        if chunk.tokens <= left:
+            order = chunk.kind * _ORDER_STRIDE + chunk.sequence
+            chosen.append(ContextChunk(chunk.path, chunk.text, order=order))
+            left -= chunk.tokens
     return tuple(chosen)

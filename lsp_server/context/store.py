@@ -25,6 +25,7 @@ from lsp_server.backends.base import ContextChunk
 from lsp_server.context.chunks import Chunk
 from lsp_server.context.gather import DocumentEvent, Gathered, Gatherer
 from lsp_server.context.identifiers import identifiers
+from lsp_server.context.parsed_modules import ParsedModules
 from lsp_server.context.ranking import prompt_chunks, rank
 from lsp_server.context.recent_edits import RecentEdits
 from lsp_server.context.ring import ChunkRing
@@ -65,6 +66,7 @@ class ContextStore:
         self._open_texts: OrderedDict[str, str] = OrderedDict()  # by real path
         self._real_paths: OrderedDict[str, str] = OrderedDict()  # by URI
         self._pending: dict[str, DocumentEvent] = {}
+        self._parsed = ParsedModules()
         self._worker: ThreadPoolExecutor | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Future[list[Gathered]]] = set()
@@ -99,20 +101,17 @@ class ContextStore:
             if importer_text is not None:
                 self._note(importer, importer_text, "", fresh_imports=True, delay_s=0.0)
 
-    def completion_at(
-        self, uri: str, text: str, language: str, window_lines: tuple[int, int]
-    ) -> None:
-        """A suggestion was asked with the prompt window on `window_lines` (first, after last):
-        the chunks just above and below the window join the ring, as llama.vim does."""
+    def completion_at(self, uri: str, text: str, language: str, window: tuple[int, int]) -> None:
+        """A suggestion was asked with the prompt window on `text[window[0]:window[1]]`: the
+        chunks just above and below the window join the ring, as llama.vim does."""
         if not self.enabled:
             return
+        first, after_last = _line_span(text, window)
         half = self.settings.chunk_lines // 2
-        first, after_last = window_lines
-        above = first - half - 1
-        below = after_last + half
+        above, below = first - half - 1, after_last + half
         if above >= 0:
             self._note(uri, text, language, chunk_line=above)
-        if below < text.count("\n"):
+        if below < text.count("\n", window[1]) + after_last:
             self._note(uri, text, language, chunk_line=below)
 
     def closed(self, uri: str) -> None:
@@ -135,9 +134,7 @@ class ContextStore:
         overlap it would repeat it, and are left out."""
         if budget_tokens <= 0 or not self.enabled:
             return ()
-        start, end = window
-        first_line = text.count("\n", 0, start)
-        after_last = first_line + text.count("\n", start, end) + 1
+        first_line, after_last = _line_span(text, window)
         cursor = text[max(0, offset - CURSOR_CHARS_BEFORE) : offset + CURSOR_CHARS_AFTER]
 
         def repeats_window(chunk: Chunk) -> bool:
@@ -299,7 +296,8 @@ class ContextStore:
         return events
 
     def _gatherer(self) -> Gatherer:
-        return Gatherer(self.privacy, self._folders, self.settings, dict(self._open_texts))
+        open_texts = dict(self._open_texts)
+        return Gatherer(self.privacy, self._folders, self.settings, open_texts, self._parsed)
 
     def _apply(self, gathered: Gathered) -> None:
         if gathered.path is None:
@@ -314,6 +312,13 @@ class ContextStore:
             _put(self._definitions, gathered.uri, gathered.definitions, limit)
             _put(self._imports, gathered.uri, gathered.imports, limit)
             _put(self._sources, gathered.uri, gathered.sources, limit)
+
+
+def _line_span(text: str, window: tuple[int, int]) -> tuple[int, int]:
+    """The lines `text[start:end]` is on: (first, after the last)."""
+    start, end = window
+    first = text.count("\n", 0, start)
+    return first, first + text.count("\n", start, end) + 1
 
 
 def _put(table: OrderedDict[K, V], key: K, value: V, limit: int) -> None:

@@ -20,7 +20,7 @@ from lsp_server.privacy.policy import (
     SensitivityPolicy,
     classify,
 )
-from lsp_server.privacy.secret_rules import find_private_key
+from lsp_server.privacy.secret_rules import find_private_key, first_secret
 from lsp_server.reasons import Reason
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,11 @@ class PrivacyGuard:
         if not verdict.local_only and document:
             verdict = _private_key_anywhere(document)
         return self._reason(uri, verdict)
+
+    def holds_secret(self, excerpt: str) -> bool:
+        """Whether `excerpt` holds a secret, whatever `redact_secrets` says: the content half
+        of `excerpt_reason`, for pieces of a file whose path was judged already."""
+        return first_secret(excerpt) is not None
 
     def forget(self, uri: str) -> None:
         self._memos.pop(uri, None)
