@@ -17,5 +17,7 @@ class ContextSettings:
     max_definitions: int = 48  # definitions kept for one document
     max_documents: int = 64  # documents whose definitions and text are kept
     max_prompt_chunks: int = 24  # chunks one request carries, before any budget
-    cursor_lines: int = 48  # lines around the cursor the ranking compares chunks with
+    # Characters around the cursor the ranking compares chunks with (about 48 lines of code).
+    cursor_chars_before: int = 2400
+    cursor_chars_after: int = 800
     settle_s: float = 0.25  # an edit is gathered once typing pauses this long

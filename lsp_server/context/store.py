@@ -35,9 +35,6 @@ from lsp_server.privacy.guard import PrivacyGuard
 
 log = logging.getLogger(__name__)
 
-# Characters around the cursor the ranking compares chunks with (about 48 lines of code).
-CURSOR_CHARS_BEFORE = 2400
-CURSOR_CHARS_AFTER = 800
 _MAX_LINES_PER_EVENT = 4  # chunk positions one pending event accumulates
 
 K = TypeVar("K")
@@ -135,7 +132,8 @@ class ContextStore:
         if budget_tokens <= 0 or not self.enabled:
             return ()
         first_line, after_last = _line_span(text, window)
-        cursor = text[max(0, offset - CURSOR_CHARS_BEFORE) : offset + CURSOR_CHARS_AFTER]
+        before, after = self.settings.cursor_chars_before, self.settings.cursor_chars_after
+        cursor = text[max(0, offset - before) : offset + after]
 
         def repeats_window(chunk: Chunk) -> bool:
             return (
@@ -161,6 +159,7 @@ class ContextStore:
             "chunks": len(self.ring),
             "recent_edits": len(self.edits),
             "definitions": sum(len(chunks) for chunks in self._definitions.values()),
+            "modules_parsed": self._parsed.parses,
             "gathering": len(self._pending) + len(self._running),
         }
 

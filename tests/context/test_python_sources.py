@@ -67,3 +67,17 @@ def test_relative_and_package_imports_resolve_inside_the_workspace(tmp_path: Pat
     paths = {chunk.path for chunk in chunks}
     assert paths == {"app/__init__.py", "app/models.py"}
     assert any("def total(self) -> int:" in chunk.text for chunk in chunks)
+
+
+def test_a_module_imported_twice_is_parsed_once(tmp_path: Path) -> None:
+    (tmp_path / "shared.py").write_text("def common_helper(x):\n    ...\n")
+    config = RoutingConfig()
+    store = ContextStore(PrivacyGuard(lambda: config))
+    store.set_workspace_folders([tmp_path.as_uri()])
+    for name in ("a.py", "b.py"):
+        store.opened((tmp_path / name).as_uri(), "from shared import common_helper\n", "python")
+    store.gather_now()
+    store.saved((tmp_path / "a.py").as_uri(), "from shared import common_helper\n", "python")
+    store.gather_now()
+    status = store.status()
+    assert status["definitions"] == 2 and status["modules_parsed"] == 1
