@@ -30,16 +30,18 @@ def rank(candidates: Iterable[Chunk], cursor_words: frozenset[str]) -> list[Chun
 
 
 def prompt_chunks(
-    ranked: Iterable[Chunk], budget_tokens: int, max_chunks: int
+    ranked: Iterable[Chunk], budget_tokens: int, max_chunks: int, window: str = ""
 ) -> tuple[ContextChunk, ...]:
     """The best chunks that fit `budget_tokens` together, best first, each with its place in a
-    prompt: definitions, then file chunks, then recent edits, each kind oldest first."""
+    prompt: definitions, then file chunks, then recent edits, each kind oldest first. A chunk
+    whose text the prompt `window` already holds (a copy of the file, say) says nothing new,
+    and a small model tends to echo it: it is left out."""
     chosen: list[ContextChunk] = []
     left = budget_tokens
     for chunk in ranked:
         if len(chosen) >= max_chunks or left < _SMALLEST_TOKENS:
             break
-        if chunk.tokens <= left:
+        if chunk.tokens <= left and chunk.text.strip() not in window:
             order = chunk.kind * _ORDER_STRIDE + chunk.sequence
             chosen.append(ContextChunk(chunk.path, chunk.text, order=order))
             left -= chunk.tokens

@@ -146,7 +146,8 @@ class ContextStore:
             *(chunk for chunk in self.edits if not repeats_window(chunk)),
         ]
         ranked = rank(candidates, identifiers(cursor))
-        return prompt_chunks(ranked, budget_tokens, self.settings.max_prompt_chunks)
+        limit = self.settings.max_prompt_chunks
+        return prompt_chunks(ranked, budget_tokens, limit, text[window[0] : window[1]])
 
     def workspace_path(self, uri: str) -> str:
         """The document's path relative to its workspace folder, once gathered; else ""."""

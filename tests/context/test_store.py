@@ -130,6 +130,14 @@ def test_the_budget_holds_and_the_prompt_order_is_stable() -> None:
     assert context_within(chosen, 0) == []
 
 
+def test_a_chunk_the_window_already_holds_is_left_out() -> None:
+    copy = chunk("", "def add(a, b):\n    return\n")
+    other = chunk("", "def add_all(items):\n    return sum(items)\n")
+    window = "def add(a, b):\n    return "
+    chosen = prompt_chunks([copy, other], 1000, 24, window)
+    assert [c.text for c in chosen] == [other.text]
+
+
 def test_a_chunk_too_big_is_passed_over_for_smaller_ones() -> None:
     big = ContextChunk("big.py", "x = 1\n" * 400, order=0)
     small = ContextChunk("small.py", "y = 2\n", order=1)
