@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-python test-vscode lint redis-server nvim emacs bench clean
+.PHONY: setup demo test test-python test-vscode check lint typecheck redis-server nvim emacs bench clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,14 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint redis-server nvim emacs
+test-python: setup lint typecheck redis-server nvim emacs
 	$(BIN)/pytest
+
+# The inner loop: lint, types, and the tests that need no model, no real editor and are not
+# slow, four at a time (most of them wait on sockets; about two minutes on two cores). Tests
+# that compare latencies run in `make test`, one at a time, with the whole suite.
+check: setup lint typecheck redis-server
+	$(BIN)/pytest -q -n 4 -m "not slow and not model and not editor and not timing"
 
 # The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
 # makes its certificate with openssl): installed when missing, as root or through sudo.
@@ -66,6 +72,9 @@ emacs:
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
 
 # The extension's own tests, its .vsix, and a real VS Code for tests/clients/test_vscode_code_server.py
 # (code-server from npm and Debian's chromium, see scripts/install-code-server.sh).

@@ -307,7 +307,7 @@ async def run_in_process(trace: Trace, urls: list[str]) -> list[Result]:
         router = make_router(config)  # cold: no history, connects now
         try:
             result = await replay("router, in-process", routed(router), trace)
-            result.hedged = router.hedged_requests
+            result.hedged = router.budget.hedged_requests
             results.append(result)
         finally:
             await router.aclose()

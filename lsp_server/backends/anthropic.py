@@ -52,7 +52,7 @@ class AnthropicBackend(Backend):
     ) -> AsyncIterator[str]:
         stop = request.stop + (("\n",) if request.single_line else ())
         chat = ChatRequest(
-            messages=fim_chat_messages(request),
+            messages=fim_chat_messages(request, self.config.context_tokens),
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             stop=stop,
@@ -145,7 +145,7 @@ class AnthropicBackend(Backend):
             if kind == "content_block_delta":
                 delta = payload.get("delta")
                 text = delta.get("text") if isinstance(delta, dict) else None
-                if text and delta.get("type") == "text_delta":
+                if text and isinstance(delta, dict) and delta.get("type") == "text_delta":
                     yield str(text)
             elif kind == "message_start":
                 message = payload.get("message")

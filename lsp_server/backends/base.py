@@ -13,7 +13,53 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from lsp_server.config.model import CHAT_MAX_TOKENS
+
 log = logging.getLogger(__name__)
+
+
+# Characters per token, for an estimate where no tokenizer counted (an upstream that reports no
+# usage, a budget sized before asking).
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(chars: int) -> int:
+    """Tokens in `chars` characters of text, rounded up."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextChunk:
+    """A piece of code beyond the prompt window that may help the model: another file's lines,
+    a recent edit, the definition of an imported name. Already judged shareable."""
+
+    path: str  # relative to the workspace folder, as a prompt names the file
+    text: str
+    # Where it goes in a prompt, lower first: the most stable context leads, so a KV cache or a
+    # provider's prompt cache reuses it from one keystroke to the next.
+    order: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return context_tokens(self.path, self.text)
+
+
+def context_tokens(path: str, text: str) -> int:
+    """What a piece of context costs in a prompt, with the line that names its file."""
+    return estimate_tokens(len(path) + len(text) + 16)
+
+
+def context_within(chunks: tuple[ContextChunk, ...], budget_tokens: int) -> list[ContextChunk]:
+    """The best-ranked `chunks` (they come best first) that fit `budget_tokens`, in prompt
+    order: one that does not fit is passed over for smaller ones behind it."""
+    chosen: list[ContextChunk] = []
+    left = budget_tokens
+    for chunk in chunks:
+        if chunk.tokens <= left:
+            chosen.append(chunk)
+            left -= chunk.tokens
+    chosen.sort(key=lambda chunk: chunk.order)
+    return chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +78,11 @@ class CompletionRequest:
     has_suffix: bool = True
     # True: `max_tokens` is a client's explicit ask, which the local model honours in full.
     client_max_tokens: bool = False
+    # Context beyond the prompt window, best first; each backend keeps what fits its own
+    # `context_tokens` (`context_within`) and writes it in the form its model reads.
+    context: tuple[ContextChunk, ...] = ()
+    # The document's path relative to its workspace folder (names it among the context files).
+    workspace_path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +94,7 @@ class ChatMessage:
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
     messages: tuple[ChatMessage, ...]
-    max_tokens: int = 2048
+    max_tokens: int = CHAT_MAX_TOKENS
     temperature: float = 0.0
     stop: tuple[str, ...] = field(default_factory=tuple)
 

@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from functools import cache
 
 from lsp_server.backends.base import Backend
+from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import EndpointConfig, LocalConfig
 
 ProgressCallback = Callable[[str, float | None], None]
@@ -54,8 +55,10 @@ def preparing_remote_backends() -> Future[None]:
     return prepared
 
 
-def local_backend_factory(on_progress: ProgressCallback | None) -> Callable[[LocalConfig], Backend]:
-    def make(config: LocalConfig) -> Backend:
+def local_backend_factory(
+    on_progress: ProgressCallback | None,
+) -> Callable[[LocalConfig], LocalModel]:
+    def make(config: LocalConfig) -> LocalModel:
         from lsp_server.backends.local import LocalBackend
 
         return LocalBackend(config, on_progress=on_progress)

@@ -3,13 +3,17 @@ words, for the text that belongs at a cursor marker in the file."""
 
 from __future__ import annotations
 
-from lsp_server.backends.base import ChatMessage, CompletionRequest
+from lsp_server.backends.base import ChatMessage, CompletionRequest, context_within
+from lsp_server.backends.context_prompt import chat_context_section
 
 CURSOR_MARKER = "<CURSOR>"
 
 
-def fim_chat_messages(request: CompletionRequest) -> tuple[ChatMessage, ...]:
-    """A system message with the rules of the game and a user message with the file."""
+def fim_chat_messages(
+    request: CompletionRequest, context_tokens: int = 0
+) -> tuple[ChatMessage, ...]:
+    """A system message with the rules of the game and a user message with the file, after
+    the context beyond it that fits `context_tokens`."""
     scope = (
         "Complete only the rest of the current line."
         if request.single_line
@@ -25,5 +29,6 @@ def fim_chat_messages(request: CompletionRequest) -> tuple[ChatMessage, ...]:
     header = [f"Language: {request.language or 'unknown'}"]
     if request.path:
         header.insert(0, f"File: {request.path}")
-    user = "\n".join(header) + "\n\n" + request.prefix + CURSOR_MARKER + request.suffix
+    context = chat_context_section(context_within(request.context, context_tokens))
+    user = context + "\n".join(header) + "\n\n" + request.prefix + CURSOR_MARKER + request.suffix
     return ChatMessage("system", system), ChatMessage("user", user)

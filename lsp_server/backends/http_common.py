@@ -10,7 +10,7 @@ import re
 import ssl
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -282,7 +282,9 @@ async def read_json(endpoint: str, response: httpx.Response) -> dict[str, Any]:
     return data
 
 
-async def iter_sse_json(endpoint: str, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def iter_sse_json(
+    endpoint: str, response: httpx.Response
+) -> AsyncGenerator[dict[str, Any], None]:
     """The JSON payloads of an SSE stream, which must end with `[DONE]`.
 
     After `[DONE]` the rest of the body (normally just the chunked-encoding trailer) is read
@@ -386,7 +388,7 @@ class _BoundedEventBytes(httpx.AsyncByteStream):
             )
 
 
-async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncIterator[bytes]:
+async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The response body as it arrives, decoded.
 
     Bodies are asked for without compression; a gzip or deflate body sent anyway is inflated on

@@ -3,7 +3,9 @@
 Fill-in-the-middle goes to its native `/infill`: the server wraps `input_prefix` and
 `input_suffix` in the loaded model's own FIM tokens (which the OpenAI-compatible
 `/v1/completions` of llama-server does not do: it ignores `suffix`), and `cache_prompt` lets the
-next keystroke reuse the KV cache of this one, which is what makes a local server fast. A plain
+next keystroke reuse the KV cache of this one, which is what makes a local server fast. Context
+beyond the file goes in `input_extra` ({filename, text} each), which llama.cpp writes in the
+model's repository-level format (file separators) where the model has one. A plain
 prompt (no suffix) goes to the native `/completion`. The native stream is
 `data: {"content": …, "stop": false}` events ending with one that has `"stop": true`, its
 `stop_type` ("limit" when `n_predict` ran out) and token counts, and no `[DONE]`.
@@ -22,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends.base import BackendError, CompletionRequest, Usage
+from lsp_server.backends.base import BackendError, CompletionRequest, Usage, context_within
 from lsp_server.backends.http_common import (
     is_event_stream,
     iter_sse_json,
@@ -91,13 +93,17 @@ class LlamaCppBackend(OpenAICompatibleBackend):
         if request.has_suffix and infill_path.endswith("infill"):
             body["input_prefix"] = request.prefix
             body["input_suffix"] = request.suffix
+            chunks = context_within(request.context, self.config.context_tokens)
+            if chunks:
+                # llama.cpp writes these in the model's repository-level format, when it has one.
+                body["input_extra"] = [{"filename": c.path, "text": c.text} for c in chunks]
         else:
             path = (
                 infill_path.rsplit("/", 1)[0] + "/completion"
                 if "/" in infill_path
                 else "completion"
             )
-            body["prompt"] = request.prefix
+            body["prompt"] = self.prompt_with_context(request)
         try:
             async with self._client.stream(
                 "POST", path, json=body, headers=self.headers(), extensions=setup_timing(usage)

@@ -13,6 +13,11 @@ prefix. The counters below measure how much was reused. `prefill` does that eval
 time, while the model is idle (a document opened or edited), as llama.vim and llama.vscode do:
 the next request pays only for what changed since. A prefill never delays a request: one that
 is queued when a request comes is dropped, one that is running stops within a graph node.
+
+Context beyond the file leads the prompt (it changes least from one keystroke to the next): in
+the repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those
+tokens and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model
+without FIM tokens (the bundled Gemma 3 270M) can read as plain code.
 """
 
 from __future__ import annotations
@@ -29,16 +34,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from lsp_server.backends.base import (
-    Backend,
     BackendError,
     ChatMessage,
     ChatRequest,
     CompletionRequest,
+    ContextChunk,
     FailureKind,
     Usage,
+    context_within,
 )
 from lsp_server.backends.bundled_model import (
     INSTALL_HINT,
@@ -46,19 +52,16 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
+from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
+from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.model_presets import preset_named
-from lsp_server.config.model import LocalConfig
+from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-LocalState = Literal["unloaded", "loading", "ready", "failed", "disabled"]
-
 # Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
 _SPECIAL_TOKENS_ROOM = 4
-# A chat answer (a refactor that fell back to this model) is capped: a small CPU model writing
-# thousands of tokens would outlast any deadline.
-LOCAL_CHAT_MAX_TOKENS = 1024
 
 
 _END = object()
@@ -81,23 +84,22 @@ class _Job:
             self.stop.set()
 
 
-class LocalBackend(Backend):
+class LocalBackend(LocalModel):
     """A llama.cpp model inside the server process, loaded lazily on a background thread."""
-
-    name = "local"
-    is_local = True
 
     def __init__(self, config: LocalConfig, *, on_progress: Progress | None = None) -> None:
         self._config = config
         self._on_progress = on_progress
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-ls-llama")
         self._llm: Llama | None = None
-        self._state: LocalState = "unloaded" if config.enabled else "disabled"
+        self._state = LocalState.UNLOADED if config.enabled else LocalState.DISABLED
         self._load_error: str | None = None
         self._load_future: Future[None] | None = None
         self._model_path: Path | None = None
         self._bos: list[int] = []
         self._fim_tokens: tuple[int, int, int] | None = None
+        # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
+        self._repo_tokens: dict[str, int] = {}
         self._fold_system_prompt = False
         self._jobs: set[_Job] = set()
         self._prefills: set[_Job] = set()
@@ -129,29 +131,29 @@ class LocalBackend(Backend):
     @property
     def fim_supported(self) -> bool | None:
         """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
-        return None if self._state != "ready" else self._fim_tokens is not None
+        return None if self._state != LocalState.READY else self._fim_tokens is not None
 
     # Loading
 
     def start_loading(self) -> None:
         """Begin loading in the background; does nothing if loading already began."""
-        if self._state != "unloaded" or self._closed:
+        if self._state != LocalState.UNLOADED or self._closed:
             return
-        self._state = "loading"
+        self._state = LocalState.LOADING
         self._load_future = self._worker.submit(self._load, self._progress_forwarder())
 
     async def ensure_loaded(self) -> None:
         """Wait until the model is ready; raise `BackendError(UNAVAILABLE)` if it cannot be."""
         if self._closed:
             raise BackendError(self.name, FailureKind.UNAVAILABLE, "the local model was closed")
-        if self._state == "disabled":
+        if self._state == LocalState.DISABLED:
             raise BackendError(
                 self.name, FailureKind.UNAVAILABLE, "the local model is disabled ([local] enabled)"
             )
         self.start_loading()
-        if self._state == "loading" and self._load_future is not None:
+        if self._state == LocalState.LOADING and self._load_future is not None:
             await asyncio.shield(asyncio.wrap_future(self._load_future))
-        if self._state != "ready":
+        if self._state != LocalState.READY:
             raise BackendError(self.name, FailureKind.UNAVAILABLE, self._load_error or "not loaded")
 
     def _progress_forwarder(self) -> Progress | None:
@@ -178,11 +180,11 @@ class LocalBackend(Backend):
             self._llm = self._open_model(self._model_path)
         except Exception as exc:  # every failure becomes a state with a message, not a crash
             self._load_error = _load_failure_message(self._model_path, exc)
-            self._state = "failed"
+            self._state = LocalState.FAILED
             if progress:
                 progress(f"local model unavailable: {self._load_error}", 1.0)
             return
-        self._state = "ready"
+        self._state = LocalState.READY
         if progress:
             progress("local model ready", 1.0)
 
@@ -200,6 +202,7 @@ class LocalBackend(Backend):
             llama_cpp.llama_vocab_fim_mid(vocab),
         )
         self._fim_tokens = fim if min(fim) >= 0 else None
+        self._repo_tokens = _repo_level_tokens(llm)
         return llm
 
     # Generation
@@ -220,7 +223,7 @@ class LocalBackend(Backend):
         """Evaluate `request`'s prompt into the KV cache in the background if the model is
         idle; False if it was busy or not loaded. Whatever it evaluated before a request
         stopped it stays cached."""
-        if self._state != "ready" or self._closed or self._jobs:
+        if self._state != LocalState.READY or self._closed or self._jobs:
             return False
         self._stop_prefills()
         job = _Job(asyncio.get_running_loop(), asyncio.Queue())
@@ -254,7 +257,7 @@ class LocalBackend(Backend):
         if self._llm is not None:
             self._llm.close()
             self._llm = None
-        self._state = "unloaded"
+        self._state = LocalState.UNLOADED
 
     async def _stream(
         self, body: Callable[[_Job], None], usage: Usage | None
@@ -345,12 +348,12 @@ class LocalBackend(Backend):
         if not prompt:
             return
         self.prefills += 1
-        chunks = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
+        chunks: Any = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
         with _PromptAbort(llm, job.stop):
             for _chunk in chunks:
                 if job.stop.is_set():
                     break
-            chunks.close()  # type: ignore[attr-defined]
+            chunks.close()
 
     def _run_chat(self, job: _Job, request: ChatRequest) -> None:
         llm = self._require_model()
@@ -375,8 +378,10 @@ class LocalBackend(Backend):
 
         from llama_cpp import LogitsProcessorList
 
+        # llama-cpp-python types each role's message apart; these are plain role/content dicts.
+        messages: Any = _chat_messages(request.messages, fold_system=self._fold_system_prompt)
         chunks = llm.create_chat_completion(
-            messages=_chat_messages(request.messages, fold_system=self._fold_system_prompt),
+            messages=messages,
             max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
             temperature=request.temperature,
             stop=list(request.stop),
@@ -392,7 +397,8 @@ class LocalBackend(Backend):
         return self._llm
 
     @staticmethod
-    def _pump(job: _Job, chunks: Iterator[Any], text_of: Callable[[Any], str | None]) -> None:
+    def _pump(job: _Job, chunks: Any, text_of: Callable[[Any], str | None]) -> None:
+        """Send each chunk's text; `chunks` is llama-cpp-python's stream (a generator)."""
         try:
             for chunk in chunks:
                 text = text_of(chunk)
@@ -401,21 +407,44 @@ class LocalBackend(Backend):
                 if job.stop.is_set():
                     return
         finally:
-            chunks.close()  # type: ignore[attr-defined]
+            chunks.close()
 
     def _completion_prompt(
         self, llm: Llama, request: CompletionRequest, max_tokens: int
     ) -> list[int]:
-        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone."""
+        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone; context
+        beyond the file leads, in the repository-level format where the model has its tokens,
+        else as path-comment blocks."""
         budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
-        prefix = llm.tokenize(request.prefix.encode(), add_bos=False, special=False)
+        chunks = context_within(request.context, self._config.context_tokens)
+        repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
+        if repo_level:
+            context = self._repo_level_context(llm, chunks, request.workspace_path)
+        else:
+            blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
+            context = _plain_tokens(llm, blocks)
+        if len(context) > budget // 2:
+            context = []  # a context this large would crowd out the file itself
+        budget -= len(context)
+        prefix = _plain_tokens(llm, request.prefix)
         if self._fim_tokens is None:
-            return self._bos + _keep_tail(prefix, budget)
+            return self._bos + context + _keep_tail(prefix, budget)
         fim_pre, fim_suf, fim_mid = self._fim_tokens
-        suffix = llm.tokenize(request.suffix.encode(), add_bos=False, special=False)
+        suffix = _plain_tokens(llm, request.suffix)
         suffix = suffix[: budget // 4]
         prefix = _keep_tail(prefix, budget - len(suffix))
-        return [*self._bos, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        if repo_level:
+            return [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        return [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
+
+    def _repo_level_context(
+        self, llm: Llama, chunks: Sequence[ContextChunk], current_path: str
+    ) -> list[int]:
+        tokens: list[int] = []
+        for marker, text in repo_level_parts(chunks, current_path):
+            tokens.append(self._repo_tokens[marker])
+            tokens += _plain_tokens(llm, text)
+        return tokens
 
     def _record_prompt(self, job: _Job, previous: Sequence[int], prompt: Sequence[int]) -> None:
         """Note the prompt size and how much of it the KV cache already held."""
@@ -464,7 +493,7 @@ def _send_native_logs_to_logging(llama_cpp: ModuleType) -> None:
     if _log_bridge is not None:
         return
 
-    @llama_cpp.llama_log_callback  # type: ignore[misc]
+    @llama_cpp.llama_log_callback
     def bridge(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         _native_log.debug("%s", text.decode("utf-8", "replace").rstrip())
 
@@ -545,6 +574,33 @@ def _chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> lis
     elif system:
         turns.insert(0, {"role": "user", "content": system})
     return turns
+
+
+# The repository-level markers of Qwen2.5-Coder and of StarCoder2, by what they mark.
+_REPO_MARKERS = {
+    "repo_name": ("<|repo_name|>", "<repo_name>"),
+    "file_sep": ("<|file_sep|>", "<file_sep>"),
+}
+
+
+def _repo_level_tokens(llm: Llama) -> dict[str, int]:
+    """The model's own token for each repository-level marker it has."""
+    found: dict[str, int] = {}
+    for marker, spellings in _REPO_MARKERS.items():
+        for spelling in spellings:
+            tokens = llm.tokenize(spelling.encode(), add_bos=False, special=True)
+            if len(tokens) == 1:
+                found[marker] = tokens[0]
+                break
+    return found
+
+
+def _plain_tokens(llm: Llama, text: str) -> list[int]:
+    """`text` as tokens, a special token's spelling in it read as plain text: a file cannot
+    write the model's control tokens."""
+    if not text:
+        return []
+    return llm.tokenize(text.encode(), add_bos=False, special=False)
 
 
 def _keep_tail(tokens: list[int], budget: int) -> list[int]:

@@ -2,7 +2,9 @@
 
 FIM endpoints get the kind's FIM path (`/completions`, Mercury's and Codestral's
 `/fim/completions`, DeepSeek's `/beta/completions`, or the endpoint's `fim_path`) with `prompt`
-+ `suffix`; the others get the chat path with a fill-in-the-middle instruction. Both stream over
++ `suffix` (context beyond the file as path-comment blocks before the prefix); the others get
+the chat path with a fill-in-the-middle instruction (context as a section of the user message).
+Both stream over
 SSE; a server that ignores `stream` and answers with one JSON body is handled too. A FIM answer
 may come in the text-completion shape (`choices[].text`) or, as Codestral's does, in the
 chat-completion shape (`message` / `delta`): both are read.
@@ -23,8 +25,11 @@ from lsp_server.backends.base import (
     CompletionRequest,
     FailureKind,
     Usage,
+    context_within,
+    estimate_tokens,
     token_count,
 )
+from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
     endpoint_timeout_s,
@@ -44,7 +49,6 @@ from lsp_server.config.providers import chat_path, fim_path
 # servers may refuse the field, and are counted by estimate.
 STREAM_USAGE_KINDS = frozenset({"openai", "deepseek"})
 MAX_STOP_SEQUENCES = 4  # what OpenAI-compatible APIs accept; the caller applies any others
-CHARS_PER_TOKEN = 4  # the estimate when an upstream reports no usage
 
 
 class OpenAICompatibleBackend(Backend):
@@ -60,7 +64,7 @@ class OpenAICompatibleBackend(Backend):
         if self.config.fim:
             return self._stream(relative(fim_path(self.config)), self._fim_body(request), usage)
         chat = ChatRequest(
-            messages=fim_chat_messages(request),
+            messages=fim_chat_messages(request, self.config.context_tokens),
             max_tokens=max_tokens,
             temperature=request.temperature,
             stop=request.stop,
@@ -70,7 +74,7 @@ class OpenAICompatibleBackend(Backend):
     def _fim_body(self, request: CompletionRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
-            "prompt": request.prefix,
+            "prompt": self.prompt_with_context(request),
             "max_tokens": min(request.max_tokens, self.config.max_tokens),
             "temperature": request.temperature,
             "stream": True,
@@ -80,6 +84,12 @@ class OpenAICompatibleBackend(Backend):
         if request.stop:
             body["stop"] = list(request.stop)[:MAX_STOP_SEQUENCES]
         return body
+
+    def prompt_with_context(self, request: CompletionRequest) -> str:
+        """The prefix after path-comment blocks of the context that fits this endpoint."""
+        chunks = context_within(request.context, self.config.context_tokens)
+        blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
+        return blocks + request.prefix
 
     def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         body: dict[str, Any] = {
@@ -118,7 +128,7 @@ class OpenAICompatibleBackend(Backend):
                     raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
                 text = read_choice(payload, usage)
                 if not usage.reported:
-                    usage.completion_tokens = -(-len(text) // CHARS_PER_TOKEN)
+                    usage.completion_tokens = estimate_tokens(len(text))
                 if text:
                     yield text
         except httpx.HTTPError as exc:

@@ -7,15 +7,13 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from lsp_server.config.model import Config
+from lsp_server.core.engine import Engine
 from lsp_server.progress import StderrProgress
+from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import LOCAL_NAME
-from lsp_server.routing.router import Router
-from lsp_server.routing.stats_file import StatsFile
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
-from lsp_server.suggest.service import SuggestionService
 
 COMMAND_MIN_DEADLINE_MS = 20_000
 
@@ -86,48 +84,42 @@ def complete_at(
     return EXIT_OK
 
 
+def workspace_folder(path: Path) -> Path:
+    """The folder whose files may join the prompt as context: the working directory when the
+    file is inside it, else the file's own directory."""
+    here, file = Path.cwd().resolve(), path.resolve()
+    return here if file.is_relative_to(here) else file.parent
+
+
 async def _suggest(
     config: Config, path: Path, text: str, offset: int, pinned: str | None
 ) -> str | None:
     """The suggestion, or None (the reason on stderr) when nothing answered."""
-    router = Router(
-        config,
-        remote_factory=remote_backend,
-        local_factory=local_backend_factory(StderrProgress()),
-        stats_file=StatsFile(),
-    )
+    engine = Engine.for_process(config, on_model_progress=StderrProgress())
     try:
         uri = path.resolve().as_uri()
-        service = SuggestionService(router)
-        local = router.pool.local
-        local_answers = (
-            router.offline.active
-            or not config.endpoints
-            or pinned == LOCAL_NAME
-            or service.privacy.text_reason(uri, text) is not None
-        )
-        if local is not None and local_answers:
-            # The local model will answer: load it first, so the budget is spent generating.
-            ensure_loaded = getattr(local.backend, "ensure_loaded", None)
-            if ensure_loaded is not None:
-                await ensure_loaded()
-        measured_before = any(e.stats.measured for e in router.pool.all())  # earlier runs too
-        suggestion = await service.suggest(
+        language = LANGUAGE_BY_SUFFIX.get(path.suffix, "")
+        engine.context.set_workspace_folders([workspace_folder(path).as_uri()])
+        engine.context.opened(uri, text, language)
+        await engine.context.settled()  # the definitions of what the file imports
+        suggestions = engine.suggestions
+        await suggestions.load_local_if_it_answers(uri=uri, text=text, pinned=pinned)
+        measured_before = any(e.stats.measured for e in engine.router.pool.all())  # earlier runs
+        suggestion = await suggestions.suggest(
             uri=uri,
             text=text,
             offset=offset,
-            language=LANGUAGE_BY_SUFFIX.get(path.suffix, ""),
+            language=language,
             pinned=pinned,
         )
-        decision = router.decisions.recent(1)
-        detail = decision[0].detail if decision and decision[0].detail else ""
-        reason = suggestion.reason
-        if reason == "config-order":
-            reason = "first in the configuration; no latency measured yet"
-        elif reason == "explore" and not measured_before:
+        detail = suggestion.detail or ""
+        reason = str(suggestion.reason)
+        if suggestion.reason is Reason.CONFIG_ORDER:
+            reason = suggestion.reason.meaning
+        elif suggestion.reason is Reason.EXPLORE and not measured_before:
             reason = "answered first of those asked; no latency measured yet"
         if suggestion.endpoint is None:
-            why = detail or reason
+            why = detail or suggestion.reason.meaning
             print(f"gateway-ls: nothing answered ({reason}): {why}", file=sys.stderr)
             return None
         print(
@@ -140,4 +132,4 @@ async def _suggest(
         print(f"gateway-ls: {error}", file=sys.stderr)
         return None
     finally:
-        await router.aclose()
+        await engine.aclose()

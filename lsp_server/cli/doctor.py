@@ -197,12 +197,12 @@ async def _probe_local(config: Config) -> ProbeResult:
     backend = local_backend_factory(StderrProgress())(config.local)
     started = time.perf_counter()
     try:
-        await backend.ensure_loaded()  # type: ignore[attr-defined]
+        await backend.ensure_loaded()
         loaded_ms = (time.perf_counter() - started) * 1000
         request = CompletionRequest(prefix="def add(a, b):\n    return", suffix="", max_tokens=8)
         generated = "".join([chunk async for chunk in backend.complete(request)])
         status = f"ok (loaded in {loaded_ms:.0f} ms, wrote {len(generated)} chars)"
-        model = str(getattr(backend, "model_path", "") or "bundled")
+        model = str(backend.model_path or "bundled")
         return ProbeResult("local", "local", model, "all", "-", status, loaded_ms, "-", True)
     except BackendError as error:
         print(f"local model: {error.message}", file=sys.stderr)

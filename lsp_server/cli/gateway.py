@@ -11,21 +11,18 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
 from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
 from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
 from lsp_server.routing.redis_link import RedisLink
-from lsp_server.routing.router import Router
-from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.status_file import StatusPublisher
-from lsp_server.suggest.service import SuggestionService
 
 
 def run_gateway(config: Config, *, host: str, port: int) -> int:
@@ -80,23 +77,17 @@ async def _serve(
     clients: ClientTokens,
     state_password: str | None,
 ) -> None:
-    router = Router(
-        config,
-        remote_factory=remote_backend,
-        local_factory=local_backend_factory(StderrProgress()),
-        stats_file=StatsFile(),
-    )
+    engine = Engine.for_process(config, on_model_progress=StderrProgress())
     link = None
     if config.gateway.state_url:
-        link = RedisLink(config.gateway.state_url, state_password, router.share_state())
-    suggestions = SuggestionService(router)
-    watcher = ConfigWatcher(config.source, router.reconfigure, _report_config_error, loaded=config)
-    publisher = StatusPublisher(router.status, kind="gateway")
+        link = RedisLink(config.gateway.state_url, state_password, engine.router.share_state())
+    watcher = ConfigWatcher(config.source, engine.reconfigure, _report_config_error, loaded=config)
+    publisher = StatusPublisher(engine.router.status, kind="gateway")
     limits = config.gateway
     server = _Server(
         uvicorn.Config(
             BodyDeadline(
-                create_app(router, suggestions, clients=clients),
+                create_app(engine, clients=clients),
                 timeout_s=limits.body_timeout_ms / 1000,
             ),
             host=host,
@@ -123,7 +114,7 @@ async def _serve(
             await link.stop()
         await watcher.stop()
         await publisher.stop()
-        await router.aclose()
+        await engine.aclose()
 
 
 def _report_config_error(error: ConfigError) -> None:

@@ -1,4 +1,4 @@
-"""The `gateway-ls` command line (DESIGN.md, "Command line").
+"""The `gateway-ls` command line (README, "Command line").
 
 Exit codes: 0 ok, 2 bad usage or bad configuration (the message names file, line and key),
 1 anything else.

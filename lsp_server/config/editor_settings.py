@@ -4,10 +4,10 @@ Editor settings are not trusted like the file: a repository can ship them
 (`.vscode/settings.json`, `.zed/settings.json`), so cloning one is enough for them to arrive.
 They may tune knobs that can neither leak nor run anything (deadlines, hedging, threads, token
 caps, turning the local model on or off) and make privacy stricter (more sensitive globs, added
-to the file's; redaction on; offline "always"). Everything else (endpoints and their URLs and
-key variables, model paths, the gateway section, anything loosening privacy) comes only from the
-file or the command line: such a setting is refused, named with the reason, and the rest of the
-override still applies.
+to the file's; redaction on; offline "always"; context beyond the file off, or a smaller local
+context budget). Everything else (endpoints and their URLs and key variables, model paths, the
+gateway section, anything loosening privacy) comes only from the file or the command line: such
+a setting is refused, named with the reason, and the rest of the override still applies.
 
 Either half may change at run time (hot reload, `didChangeConfiguration`); a change that does not
 validate raises `ConfigError` and leaves the configuration in force untouched.
@@ -111,6 +111,18 @@ def _screen_knob(file_config: Config, section: str, key: str, value: Any) -> Any
         return RefusedSetting(
             dotted, 'the config file says offline "always"; only it can lift that'
         )
+    if (section, key) == ("routing", "context"):
+        if value is False or value == routing.context:
+            return value
+        if value is True:
+            return RefusedSetting(dotted, "the config file turned context off; only it can")
+        return value
+    if (section, key) == ("local", "context_tokens"):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return value  # validation reports the type
+        if value <= file_config.local.context_tokens:
+            return value
+        return RefusedSetting(dotted, "an editor may lower the context budget, not raise it")
     if (section, key) == ("local", "model_path"):
         return RefusedSetting(dotted, "model paths come only from the config file")
     if key in _KNOWN_KEYS[section]:

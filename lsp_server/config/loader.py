@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from lsp_server.config.model import (
+    CHAT_MAX_TOKENS,
     LOCAL_MODEL_PRESETS,
     Config,
     EndpointConfig,
@@ -50,7 +51,6 @@ OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
 RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 # `max_tokens` of an endpoint without the inline role, when the file does not say.
-REFACTOR_DEFAULT_MAX_TOKENS = 4096
 
 KeyPath = tuple[str | int, ...]
 
@@ -298,7 +298,7 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
     roles = values.get("roles", ("inline",))
     if isinstance(roles, list | tuple) and "inline" not in roles:
         # A refactor answer is a whole rewritten selection, not a few keystrokes' worth.
-        values.setdefault("max_tokens", REFACTOR_DEFAULT_MAX_TOKENS)
+        values.setdefault("max_tokens", CHAT_MAX_TOKENS)
     if preset.fim_path is None and values["fim"] is True:
         raise _Invalid(
             (*path, "fim"), f"{kind} endpoints have no fill-in-the-middle API; use fim = false"
@@ -475,6 +475,16 @@ def _not_negative(value: int | float) -> str | None:
     return None if value >= 0 else f"must not be negative, got {value}"
 
 
+# More context than this is not context for a keystroke: it is a second file.
+MAX_CONTEXT_TOKENS = 32_768
+
+
+def _context_tokens(value: int) -> str | None:
+    if 0 <= value <= MAX_CONTEXT_TOKENS:
+        return None
+    return f"must be between 0 (no context) and {MAX_CONTEXT_TOKENS}, got {value}"
+
+
 def _ratio(value: float) -> str | None:
     return None if 0 <= value <= 1 else f"must be between 0 and 1, got {value}"
 
@@ -556,6 +566,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("local", "n_threads"): _not_negative,
     ("local", "max_tokens"): _positive,
     ("local", "deadline_ms"): _positive,
+    ("local", "context_tokens"): _context_tokens,
     ("gateway", "host"): _non_empty,
     ("gateway", "port"): _port,
     ("gateway", "token_env"): _env_var_names,
@@ -573,6 +584,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "chat_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,
+    ("endpoints", "context_tokens"): _context_tokens,
     ("endpoints", "input"): _not_negative,
     ("endpoints", "output"): _not_negative,
 }

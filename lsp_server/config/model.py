@@ -17,6 +17,11 @@ EndpointKind = Literal[
 ]
 Role = Literal["inline", "refactor"]
 
+# Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
+CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
+# The local model's chat: a small CPU model writing thousands of tokens outlasts any deadline.
+LOCAL_CHAT_MAX_TOKENS = 1024
+
 # The credential files people keep next to code. Matched without regard to case, after the path
 # is canonicalised (see `privacy.policy`).
 DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
@@ -56,6 +61,9 @@ class RoutingConfig:
     redact_secrets: bool = True
     # Share of inline requests that may be hedged; bounds the extra traffic hedging costs.
     max_hedge_ratio: float = 0.2
+    # Other open and edited files and the definitions of imported names join inline prompts
+    # (never a sensitive file, never a piece holding a secret).
+    context: bool = True
 
 
 # The local models known by name (`[local] model`); backends/model_presets.py describes each.
@@ -80,6 +88,9 @@ class LocalConfig:
     # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.
     deadline_ms: int = 1500
     max_tokens: int = 32  # inline suggestions from the local model
+    # Tokens of context beyond the file in the local model's prompt: a CPU model reads every
+    # one of them before its first token, so its budget is small.
+    context_tokens: int = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +114,7 @@ class EndpointConfig:
     fim_path: str = ""
     chat_path: str = ""
     max_tokens: int = 64
+    context_tokens: int = 1024  # context beyond the file in this endpoint's inline prompts
     timeout_ms: int = 2000
     price_per_mtok: Price = field(default_factory=Price)
 

@@ -1,4 +1,7 @@
-"""`gateway-ls gateway`: an OpenAI-compatible HTTP front door on the same router as the LSP.
+"""`gateway-ls gateway`: an OpenAI-compatible HTTP front door on the same engine as the LSP.
+
+A thin adapter: it turns OpenAI's wire shapes into calls of the core (`Engine`: the suggestion
+and chat services, which make every routing, privacy and cleaning decision) and back.
 
 `POST /v1/completions` is an inline (keystroke-level) request: routed to the fastest `inline`
 endpoint under the keystroke deadline, with fill-in-the-middle from `prompt` + `suffix` or from
@@ -30,8 +33,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from lsp_server.backends.base import ChatRequest, CompletionRequest
+from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage, estimate_tokens
 from lsp_server.config.model import Role
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.openai_wire import (
@@ -61,12 +65,11 @@ from lsp_server.gateway.plumbing import (
     on_unexpected,
     read_body,
 )
-from lsp_server.routing.router import Routed, Router, RoutingFailed
+from lsp_server.routing.answerers import NothingCanServe, Unavailable, Unserved
+from lsp_server.routing.router import Routed, RoutingFailed
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
-from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
-from lsp_server.suggest.service import SuggestionService
-from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
+from lsp_server.suggest.service import Suggestion
 
 AUTO_MODEL = "gateway-ls"
 AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
@@ -84,11 +87,9 @@ LOADING_RETRY_AFTER_S = "2"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
-def create_app(
-    router: Router, suggestions: SuggestionService, *, clients: ClientTokens | None
-) -> Starlette:
+def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
     """`clients`: the accepted bearer tokens; None or none at all: no token is asked for."""
-    gateway = _Gateway(router, suggestions, clients)
+    gateway = _Gateway(engine, clients)
     return Starlette(
         routes=[
             Route("/v1/models", gateway.models, methods=["GET"]),
@@ -108,17 +109,17 @@ def create_app(
 
 
 @dataclass(frozen=True, slots=True)
-class _Privacy:
+class _Origin:
+    """What the client says of the request's origin: a file path, and whether it is sensitive."""
+
     uri: str
-    local_only: str | None
+    sensitive: bool
 
 
 class _Gateway:
-    def __init__(
-        self, router: Router, suggestions: SuggestionService, clients: ClientTokens | None
-    ) -> None:
-        self.router = router
-        self.suggestions = suggestions
+    def __init__(self, engine: Engine, clients: ClientTokens | None) -> None:
+        self.engine = engine
+        self.router = engine.router
         self.clients = clients
 
     # -- small routes ---------------------------------------------------------------------
@@ -145,15 +146,12 @@ class _Gateway:
     async def completions(self, request: Request) -> Response:
         body = parse_completion_body(parse_json_object(await read_body(request)))
         pinned = self._pinned(body.model, "inline")
-        completion = _completion_request(body)
-        privacy = self._privacy(request, [completion.prefix + completion.suffix], body.stop)
-        completion = _with_path(completion, privacy.uri)
+        origin = _origin(request)
+        completion = _with_path(_completion_request(body), origin.uri)
         if body.stream:
-            return await self._completion_stream(request, body, completion, privacy, pinned)
-        routed, failure = await cancel_on_disconnect(
-            request, self._inline(completion, privacy, pinned)
-        )
-        answer = self._completion_answer(routed, failure, completion, privacy)
+            return await self._completion_stream(request, body, completion, origin, pinned)
+        suggestion = await cancel_on_disconnect(request, self._complete(completion, origin, pinned))
+        answer = _completion_answer(suggestion, completion)
         return JSONResponse(
             completion_response(
                 answer.ids, answer.model, answer.text, answer.finish_reason, answer.usage
@@ -166,21 +164,20 @@ class _Gateway:
         request: Request,
         body: CompletionBody,
         completion: CompletionRequest,
-        privacy: _Privacy,
+        origin: _Origin,
         pinned: str | None,
     ) -> Response:
-        """Send the suggestion as it comes, cleaned: text post-processing may still cut waits
-        (`StreamingCleaner`), the rest goes out at once; chunks add up to the non-streamed
-        answer. As in chat, a failure after text was sent ends the stream with an error event."""
+        """Send the suggestion as it comes, cleaned as it settles (the core holds back the
+        tail that cleaning may still cut); chunks add up to the non-streamed answer. As in
+        chat, a failure after text was sent ends the stream with an error event."""
         feed = await _TextFeed.start(
             request,
-            lambda on_text, on_attempt: self._inline(
-                completion, privacy, pinned, on_text=on_text, on_attempt=on_attempt
+            lambda on_text, on_attempt: self._complete(
+                completion, origin, pinned, on_text=on_text, on_attempt=on_attempt
             ),
         )
         if feed.first is None:
-            routed, failure = feed.work.result()
-            answer = self._completion_answer(routed, failure, completion, privacy)
+            answer = _completion_answer(feed.work.result(), completion)
 
             async def settled() -> AsyncIterator[bytes]:
                 if answer.text:
@@ -193,22 +190,18 @@ class _Gateway:
         model = feed.serving
 
         async def events() -> AsyncIterator[bytes]:
-            cleaner = StreamingCleaner(completion)
             try:
                 async for piece in feed.pieces():
-                    sendable = cleaner.feed(piece)
-                    if sendable:
-                        yield sse_event(completion_chunk(ids, model, sendable, None))
-                routed, failure = feed.work.result()
+                    yield sse_event(completion_chunk(ids, model, piece, None))
+                suggestion = feed.work.result()
                 try:
-                    answer = self._completion_answer(routed, failure, completion, privacy, ids)
+                    answer = _completion_answer(suggestion, completion, ids)
                 except GatewayError as error:
                     yield sse_event(error.body())
                     yield SSE_DONE
                     return
-                rest = cleaner.finish(routed.text)
-                if rest:
-                    yield sse_event(completion_chunk(ids, answer.model, rest, None))
+                if suggestion.rest:
+                    yield sse_event(completion_chunk(ids, answer.model, suggestion.rest, None))
                 for event in _completion_ending(answer, body.include_usage):
                     yield event
             finally:
@@ -216,95 +209,48 @@ class _Gateway:
 
         return feed.response(events(), {ENDPOINT_HEADER: model})
 
-    def _completion_answer(
-        self,
-        routed: Routed,
-        failure: str | None,
-        completion: CompletionRequest,
-        privacy: _Privacy,
-        ids: ResponseIds | None = None,
-    ) -> _CompletionAnswer:
-        """The cleaned answer to a completion request, or the error that says why none."""
-        if routed.endpoint is None and not routed.timed_out:
-            raise self._unavailable("inline", privacy.local_only) or GatewayError(
-                502, f"no endpoint answered: {failure or 'no answer'}", code="upstream_failed"
-            )
-        raw = cut_at_stops(routed.text, completion.stop)
-        text = clean_suggestion(raw, completion)
-        usage, counted = _usage(routed, (len(completion.prefix) + len(completion.suffix) + 3) // 4)
-        return _CompletionAnswer(
-            ids=ids or ResponseIds.new("cmpl"),
-            model=routed.endpoint or AUTO_MODEL,
-            text=text,
-            finish_reason=self._finish_reason(routed, raw, text, completion),
-            usage=usage,
-            headers={**_routing_headers(routed), USAGE_HEADER: counted},
-        )
-
-    def _finish_reason(
-        self, routed: Routed, raw: str, text: str, completion: CompletionRequest
-    ) -> str:
-        """`length` when the answer ran out of tokens (the client's, or the endpoint's cap that
-        cut them) or time, and post-processing did not end it earlier; else `stop`."""
-        if routed.timed_out:
-            return "length"
-        if raw.rstrip() and not raw.rstrip().endswith(text.rstrip() or "\0"):
-            return "stop"  # post-processing ended it at a boundary of its own
-        upstream = routed.usage.finish_reason if routed.usage else None
-        if upstream is not None:
-            return "length" if upstream == "length" else "stop"
-        endpoint = self.router.pool.get(routed.endpoint) if routed.endpoint else None
-        cap = completion.max_tokens
-        if endpoint is not None and endpoint.config is not None:
-            cap = min(cap, endpoint.config.max_tokens)
-        return "length" if routed.tokens >= cap else "stop"
-
-    async def _inline(
+    async def _complete(
         self,
         completion: CompletionRequest,
-        privacy: _Privacy,
+        origin: _Origin,
         pinned: str | None,
         *,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
-    ) -> tuple[Routed, str | None]:
-        routed = await self.router.inline(
+    ) -> Suggestion:
+        return await self.engine.suggestions.complete(
             completion,
-            uri=privacy.uri,
-            local_only=privacy.local_only,
+            uri=origin.uri,
+            sensitive=origin.sensitive,
             pinned=pinned,
             on_text=on_text,
             on_attempt=on_attempt,
         )
-        # Read in the same task, with no await in between: the decision just recorded is ours.
-        recent = self.router.decisions.recent(1)
-        return routed, recent[0].detail if recent else None
 
     # -- chat completions: refactor-class requests ----------------------------------------
 
     async def chat_completions(self, request: Request) -> Response:
         body = parse_chat_body(parse_json_object(await read_body(request)))
         pinned = self._pinned(body.model, "refactor")
-        privacy = self._privacy(request, [m.content for m in body.messages], body.stop)
-        unavailable = self._unavailable("refactor", privacy.local_only)
-        if unavailable is not None:
-            raise unavailable
+        origin = _origin(request)
         chat = ChatRequest(
             messages=body.messages,
             max_tokens=min(body.max_tokens or DEFAULT_CHAT_MAX_TOKENS, MAX_CHAT_TOKENS),
             temperature=body.temperature or 0.0,
             stop=body.stop or (),
         )
-        prompt_tokens = (sum(len(m.content) for m in body.messages) + 3) // 4
+        prompt_tokens = estimate_tokens(sum(len(m.content) for m in body.messages))
         if body.stream:
-            return await self._chat_stream(request, body, chat, privacy, pinned, prompt_tokens)
+            return await self._chat_stream(request, body, chat, origin, pinned, prompt_tokens)
         try:
             routed = await cancel_on_disconnect(
                 request,
-                self.router.refactor(
-                    chat, uri=privacy.uri, local_only=privacy.local_only, pinned=pinned
+                self.engine.chats.chat(
+                    chat, uri=origin.uri, sensitive=origin.sensitive, pinned=pinned
                 ),
             )
+        except NothingCanServe as refused:
+            raise _unavailable_error(refused.unavailable) from None
         except RoutingFailed as failed:
             raise _upstream_failed(failed) from None
         usage, counted = _usage(routed, prompt_tokens)
@@ -319,7 +265,7 @@ class _Gateway:
         request: Request,
         body: ChatBody,
         chat: ChatRequest,
-        privacy: _Privacy,
+        origin: _Origin,
         pinned: str | None,
         prompt_tokens: int,
     ) -> Response:
@@ -330,14 +276,13 @@ class _Gateway:
         """
         feed = await _TextFeed.start(
             request,
-            lambda on_text, on_attempt: self.router.refactor(
+            lambda on_text, on_attempt: self.engine.chats.chat(
                 chat,
-                uri=privacy.uri,
-                local_only=privacy.local_only,
+                uri=origin.uri,
+                sensitive=origin.sensitive,
                 pinned=pinned,
                 on_text=on_text,
                 on_attempt=on_attempt,
-                restart_after_text=False,
             ),
         )
         if feed.first is None:
@@ -388,7 +333,8 @@ class _Gateway:
                 code="model_not_found",
             )
         roles = endpoint.roles
-        if role not in roles and not (role == "refactor" and self._chat_falls_back_to_inline()):
+        chat_by_inline = role == "refactor" and self.router.answerers(role).inline_fallback
+        if role not in roles and not chat_by_inline:
             served = "completions" if role == "inline" else "chat completions"
             raise GatewayError(
                 400,
@@ -399,60 +345,49 @@ class _Gateway:
             )
         return endpoint.name
 
-    def _chat_falls_back_to_inline(self) -> bool:
-        """With no `refactor` endpoint, chat is served by the inline endpoints' chat."""
-        return not self.router.config.endpoints_with_role("refactor")
 
-    def _privacy(
-        self, request: Request, parts: list[str], stop: tuple[str, ...] | None
-    ) -> _Privacy:
-        """All that goes upstream is judged at once: every message (or prompt and suffix) and
-        the stop sequences; the path header as the file system would see it. The messages are
-        read apart and run together, so a secret split across two of them is still one."""
-        uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
-        if request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES:
-            return _Privacy(uri, "sensitive")
-        sent = "\n".join((*parts, "".join(parts), *(stop or ())))
-        return _Privacy(uri, self.suggestions.privacy.text_reason(uri, sent))
+def _origin(request: Request) -> _Origin:
+    """The path header names the file as the file system would see it; the sensitive header
+    is the client's own verdict, which can only make the request stricter."""
+    uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
+    sensitive = request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES
+    return _Origin(uri, sensitive)
 
-    def _unavailable(self, role: Role, local_only: str | None) -> GatewayError | None:
-        """Why nothing could serve a request of `role` without trying, or None."""
-        local = self.router.pool.local
-        state = getattr(local.backend, "state", "ready") if local is not None else "disabled"
-        must_stay_local = local_only is not None or (
-            role == "inline" and self.router.offline.active
+
+def _unavailable_error(unavailable: Unavailable) -> GatewayError:
+    if unavailable.code is Unserved.LOCAL_LOADING:
+        return GatewayError(
+            503,
+            unavailable.message,
+            code=unavailable.code.value,
+            headers={"Retry-After": LOADING_RETRY_AFTER_S},
         )
-        if must_stay_local:
-            why = (
-                "this request must stay on this machine" if local_only else "the gateway is offline"
-            )
-        elif self.router.config.endpoints_with_role(role) or (
-            role == "refactor" and self.router.config.endpoints_with_role("inline")
-        ):
-            return None
-        else:
-            why = f"no endpoint has the role {role!r}"
-        if state == "disabled":
-            return GatewayError(
-                503,
-                f"{why} and the local model is disabled ([local] enabled = false)",
-                code="no_endpoint_available",
-            )
-        if state == "failed":
-            error = getattr(local.backend, "load_error", None) if local else None
-            return GatewayError(
-                503,
-                f"{why} and the local model failed to load: {error or 'unknown error'}",
-                code="no_endpoint_available",
-            )
-        if role == "inline" and state != "ready":
-            return GatewayError(
-                503,
-                f"{why} and the local model is still loading; retry shortly",
-                code="local_model_loading",
-                headers={"Retry-After": LOADING_RETRY_AFTER_S},
-            )
-        return None
+    return GatewayError(503, unavailable.message, code=unavailable.code.value)
+
+
+def _completion_answer(
+    suggestion: Suggestion, completion: CompletionRequest, ids: ResponseIds | None = None
+) -> _CompletionAnswer:
+    """The answer to a completion request, or the error that says why there is none."""
+    if suggestion.endpoint is None and not suggestion.timed_out:
+        if suggestion.unavailable is not None:
+            raise _unavailable_error(suggestion.unavailable)
+        failure = suggestion.detail or "no answer"
+        raise GatewayError(502, f"no endpoint answered: {failure}", code="upstream_failed")
+    prompt_tokens = estimate_tokens(len(completion.prefix) + len(completion.suffix))
+    usage, counted = _usage_of(suggestion.usage, suggestion.tokens, prompt_tokens)
+    return _CompletionAnswer(
+        ids=ids or ResponseIds.new("cmpl"),
+        model=suggestion.endpoint or AUTO_MODEL,
+        text=suggestion.text,
+        finish_reason="length" if suggestion.cut_short else "stop",
+        usage=usage,
+        headers={
+            ENDPOINT_HEADER: suggestion.endpoint or "none",
+            REASON_HEADER: suggestion.reason.value,
+            USAGE_HEADER: counted,
+        },
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,11 +493,16 @@ def _completion_request(body: CompletionBody) -> CompletionRequest:
 
 
 def _usage(routed: Routed, estimated_prompt_tokens: int) -> tuple[dict[str, int], str]:
+    return _usage_of(routed.usage, routed.tokens, estimated_prompt_tokens)
+
+
+def _usage_of(
+    usage: Usage | None, tokens: int, estimated_prompt_tokens: int
+) -> tuple[dict[str, int], str]:
     """The usage body, and whether its counts are the upstream's or estimates."""
-    usage = routed.usage
     prompt = usage.prompt_tokens if usage and usage.prompt_tokens else estimated_prompt_tokens
     counted = "upstream" if usage is not None and usage.reported else "estimated"
-    return usage_body(prompt, routed.tokens), counted
+    return usage_body(prompt, tokens), counted
 
 
 def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
@@ -575,7 +515,7 @@ def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
 
 
 def _routing_headers(routed: Routed) -> dict[str, str]:
-    return {ENDPOINT_HEADER: routed.endpoint or "none", REASON_HEADER: routed.reason}
+    return {ENDPOINT_HEADER: routed.endpoint or "none", REASON_HEADER: routed.reason.value}
 
 
 def _event_stream(
@@ -596,5 +536,7 @@ def _upstream_failed(failed: RoutingFailed) -> GatewayError:
 def _raise_if_failed(work: asyncio.Task[Routed]) -> None:
     try:
         work.result()
+    except NothingCanServe as refused:
+        raise _unavailable_error(refused.unavailable) from None
     except RoutingFailed as failed:
         raise _upstream_failed(failed) from None

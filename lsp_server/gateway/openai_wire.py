@@ -212,7 +212,7 @@ def _message(item: Any, index: int) -> ChatMessage:
     if not isinstance(item, dict):
         raise _invalid(param, f"`{param}` must be an object")
     role = item.get("role")
-    if role not in CHAT_ROLES:
+    if not isinstance(role, str) or role not in CHAT_ROLES:
         raise _invalid(f"{param}.role", f"`{param}.role` must be one of {', '.join(CHAT_ROLES)}")
     content = item.get("content")
     if content is None:

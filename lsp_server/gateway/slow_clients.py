@@ -48,7 +48,7 @@ def head_timeout_protocol(timeout_s: float) -> type[asyncio.Protocol]:
         _head_timer: asyncio.TimerHandle | None = None
         _head_bytes = 0
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             self._arm()
 

@@ -62,7 +62,7 @@ class GatewayProtocol(LanguageServerProtocol):
             task.add_done_callback(lambda _: self._linked.pop(msg_id, None))
         return msg_id
 
-    def _handle_cancel_notification(self, msg_id: object) -> None:  # type: ignore[override]
+    def _handle_cancel_notification(self, msg_id: object) -> None:
         linked = self._linked.pop(msg_id, None)
         if linked is not None:
             linked.cancel()

@@ -1,7 +1,7 @@
-"""The LSP front door: pygls handlers wired to the plain services, and nothing more.
+"""The LSP front door: pygls handlers wired to the application core (`Engine`), and nothing more.
 
-Inline completion and completion both ask `SuggestionService`; code actions and the
-`gatewayLs.*` commands go to `RefactorService` and the router. A newer request of the same kind
+Inline completion and completion both ask the core's suggestion service; code actions and the
+`gatewayLs.*` commands go to its refactor service and router. A newer request of the same kind
 (inline completion, completion) for a document supersedes the one in flight; the two kinds are
 independent, as editors that show both send both for one keystroke. `$/cancelRequest` stops the
 backend calls at once.
@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -24,25 +24,22 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from lsp_server import __version__
-from lsp_server.backends.factory import (
-    local_backend_factory,
-    preparing_remote_backends,
-    remote_backend,
-)
+from lsp_server.backends.factory import preparing_remote_backends
+from lsp_server.backends.local_model import LocalState
 from lsp_server.config.editor_settings import RefusedSetting, Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
+from lsp_server.core.engine import Engine
 from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.documents import client_units, offset_at
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
+from lsp_server.reasons import Reason
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS
-from lsp_server.refactor.service import DEFAULT_INSTRUCTION, RefactorFailed, RefactorService
-from lsp_server.routing.router import Router
-from lsp_server.routing.stats_file import StatsFile
+from lsp_server.refactor.service import DEFAULT_INSTRUCTION, RefactorFailed
 from lsp_server.routing.status_file import StatusPublisher
-from lsp_server.suggest.service import Suggestion, SuggestionService
+from lsp_server.suggest.service import Suggestion
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +54,13 @@ _WORD_AT_END = re.compile(r"\w+$")
 
 
 @dataclass(frozen=True, slots=True)
-class Services:
-    router: Router
-    suggestions: SuggestionService
-    refactors: RefactorService
+class _Cursor:
+    """Where a suggestion is asked for: a document's text and the cursor's offset in it."""
+
+    uri: str
+    text: str
+    offset: int
+    language: str
 
 
 class GatewayServer(LanguageServer):
@@ -74,7 +74,7 @@ class GatewayServer(LanguageServer):
         self.settings = Settings(config, on_refused=self.report_refused_setting)
         self._watch_config = watch_config
         self._watcher: ConfigWatcher | None = None
-        self._services: Services | None = None
+        self._engine: Engine | None = None
         self._inflight: dict[tuple[str, str], asyncio.Task[Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
@@ -84,7 +84,11 @@ class GatewayServer(LanguageServer):
         self.client_log = ClientLog(self)
         self._prepared: asyncio.Future[None] | None = None
 
-    # -- services, built once the event loop runs -----------------------------------------
+    @property
+    def gateway_protocol(self) -> GatewayProtocol:
+        return cast(GatewayProtocol, self.protocol)
+
+    # -- the core, built once the event loop runs -----------------------------------------
 
     def start_preparing(self) -> None:
         """Have the HTTP stack imported and its certificates loaded off the event loop (if the
@@ -99,43 +103,50 @@ class GatewayServer(LanguageServer):
         self.start_services()
 
     def start_services(self) -> None:
-        """Build the router now and start loading the local model if it is enabled: it is
+        """Build the core now and start loading the local model if it is enabled: it is
         the answer for offline and sensitive work, which may come with the first keystroke."""
-        self._services = self.services
-        self._services.router.start_local_model()
+        self.engine.start_local_model()
 
     @property
-    def services(self) -> Services:
-        if self._services is None:
+    def engine(self) -> Engine:
+        if self._engine is None:
             self._loop = asyncio.get_running_loop()
-            router = Router(
-                self.settings.effective,
-                remote_factory=remote_backend,
-                local_factory=local_backend_factory(self._on_model_progress),
-                stats_file=StatsFile(),
+            self._engine = Engine.for_process(
+                self.settings.effective, on_model_progress=self._on_model_progress
             )
-            suggestions = SuggestionService(router)
-            self._services = Services(
-                router, suggestions, RefactorService(router, suggestions.privacy)
-            )
-        return self._services
+            self.update_workspace_folders()
+            for document in list(self.workspace.text_documents.values()):
+                self.note_document(document.uri, "opened")
+        return self._engine
 
-    @property
-    def router(self) -> Router:
-        return self.services.router
+    # -- what the context store sees -------------------------------------------------------
 
-    @property
-    def suggestions(self) -> SuggestionService:
-        return self.services.suggestions
+    def update_workspace_folders(self) -> None:
+        if self._engine is None:
+            return
+        folders = [folder.uri for folder in self.workspace.folders.values()]
+        if not folders and self.workspace.root_uri:
+            folders = [self.workspace.root_uri]
+        self._engine.context.set_workspace_folders(folders)
 
-    @property
-    def refactors(self) -> RefactorService:
-        return self.services.refactors
+    def note_document(self, uri: str, event: str, line: int | None = None) -> None:
+        """Tell the context store of a document event ("opened", "changed" at `line`,
+        "saved"); it only notes it, and gathers once typing pauses."""
+        document = open_document(self, uri)
+        if document is None or self._engine is None:
+            return
+        context, language = self._engine.context, document.language_id or ""
+        if event == "changed" and line is not None:
+            context.changed(document.uri, document.source, language, line)
+        elif event == "saved":
+            context.saved(document.uri, document.source, language)
+        elif event == "opened":
+            context.opened(document.uri, document.source, language)
 
     def apply_config(self, config: Config) -> None:
-        if self._services is not None:
-            self._services.router.reconfigure(config)
-            self._services.router.start_local_model()
+        if self._engine is not None:
+            self._engine.reconfigure(config)
+            self._engine.start_local_model()
 
     # -- configuration --------------------------------------------------------------------
 
@@ -193,7 +204,7 @@ class GatewayServer(LanguageServer):
 
     def start_publishing(self) -> None:
         if self._publisher is None:
-            self._publisher = StatusPublisher(self.router.status, kind="lsp")
+            self._publisher = StatusPublisher(self.engine.router.status, kind="lsp")
             self._publisher.start()
 
     async def stop(self) -> None:
@@ -201,16 +212,17 @@ class GatewayServer(LanguageServer):
             await self._publisher.stop()
         if self._watcher is not None:
             await self._watcher.stop()
-        if self._services is not None:
-            await self._services.router.aclose()
+        if self._engine is not None:
+            await self._engine.aclose()
 
     # -- inline suggestions ---------------------------------------------------------------
 
     def forget_document(self, uri: str) -> None:
         for key in [k for k in self._inflight if k[0] == uri]:
             self._inflight.pop(key).cancel()
-        if self._services is not None:
-            self._services.suggestions.forget(uri)
+        if self._engine is not None:
+            self._engine.suggestions.forget(uri)
+            self._engine.context.closed(uri)
 
     async def suggest_at(
         self, uri: str, position: types.Position, *, kind: str
@@ -228,17 +240,12 @@ class GatewayServer(LanguageServer):
             previous.cancel()  # superseded by this newer keystroke
         if current is not None:
             self._inflight[key] = current
-        request = {
-            "uri": uri,
-            "text": document.source,
-            "offset": offset,
-            "language": document.language_id or "",
-        }
+        request = _Cursor(uri, document.source, offset, document.language_id or "")
         try:
-            if self._services is None and self._prepared is not None:
+            if self._engine is None and self._prepared is not None:
                 suggestion = await self._suggest_once_prepared(request)
             else:
-                suggestion = await self.suggestions.suggest(**request)
+                suggestion = await self._suggest(request)
         finally:
             if self._inflight.get(key) is current:
                 del self._inflight[key]
@@ -247,14 +254,19 @@ class GatewayServer(LanguageServer):
     def prefill(self, uri: str, offset: int | None) -> None:
         """Let the local model read the document up to `offset` (its end if None) while idle."""
         document = open_document(self, uri)
-        if document is None or self._services is None:
+        if document is None or self._engine is None:
             return
         position = len(document.source) if offset is None else min(offset, len(document.source))
-        self._services.suggestions.prefill(
+        self._engine.suggestions.prefill(
             uri=uri, text=document.source, offset=position, language=document.language_id or ""
         )
 
-    async def _suggest_once_prepared(self, request: dict[str, Any]) -> Suggestion:
+    async def _suggest(self, cursor: _Cursor) -> Suggestion:
+        return await self.engine.suggestions.suggest(
+            uri=cursor.uri, text=cursor.text, offset=cursor.offset, language=cursor.language
+        )
+
+    async def _suggest_once_prepared(self, request: _Cursor) -> Suggestion:
         """A keystroke that comes while the HTTP stack is still being prepared waits for it,
         and is served, within its one deadline; past it, it gets no suggestion."""
         assert self._prepared is not None
@@ -263,9 +275,9 @@ class GatewayServer(LanguageServer):
             async with asyncio.timeout(budget_s):
                 await asyncio.shield(self._prepared)
                 self.start_services()
-                return await self.suggestions.suggest(**request)
+                return await self._suggest(request)
         except TimeoutError:
-            return Suggestion("", None, "deadline", budget_s * 1000)
+            return Suggestion("", None, Reason.DEADLINE, budget_s * 1000, timed_out=True)
 
     def inflight(self) -> dict[str, int]:
         """Work under way, for `gatewayLs.status`: the counts a leak would make grow."""
@@ -289,8 +301,8 @@ class GatewayServer(LanguageServer):
             )
 
     def _local_model_failed(self) -> bool:
-        local = self._services.router.pool.local if self._services is not None else None
-        return local is not None and getattr(local.backend, "state", "") == "failed"
+        model = self._engine.router.pool.local_model if self._engine is not None else None
+        return model is not None and model.state is LocalState.FAILED
 
     # -- local model loading progress -----------------------------------------------------
 
@@ -400,6 +412,17 @@ def register_features(server: GatewayServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.prefill(params.text_document.uri, None)
+        ls.note_document(params.text_document.uri, "opened")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: GatewayServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.note_document(params.text_document.uri, "saved")
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(
+        ls: GatewayServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        ls.update_workspace_folders()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GatewayServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -411,6 +434,7 @@ def register_features(server: GatewayServer) -> None:
             return
         if isinstance(change, types.TextDocumentContentChangePartial):
             offset = offset_at(document, change.range.start) + len(change.text)
+            ls.note_document(uri, "changed", change.range.start.line)
         else:
             offset = None
         ls.prefill(uri, offset)
@@ -478,7 +502,12 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_STATUS)
     def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
-        return {**ls.router.status(), "inflight": ls.inflight()}
+        engine = ls.engine
+        return {
+            **engine.router.status(),
+            "inflight": ls.inflight(),
+            "context": engine.context.status(),
+        }
 
     @server.command(CMD_SET_OFFLINE)
     def set_offline(ls: GatewayServer, *args: Any) -> dict[str, Any]:
@@ -487,12 +516,12 @@ def register_features(server: GatewayServer) -> None:
             mode = mode.get("mode")
         if mode not in OFFLINE_MODES:
             raise ValueError(f"gatewayLs.setOffline takes one of {', '.join(OFFLINE_MODES)}")
-        ls.router.set_offline(mode)
+        ls.engine.router.set_offline(mode)
         return {"offline": mode}
 
     @server.command(CMD_REFACTOR)
     async def refactor(ls: GatewayServer, *args: Any) -> dict[str, Any]:
-        request_id = ls.protocol.link_current_task()  # type: ignore[attr-defined]
+        request_id = ls.gateway_protocol.link_current_task()
         return await run_refactor_command(ls, args, request_id=request_id)
 
 
@@ -524,7 +553,7 @@ async def run_refactor_command(
     progress = RefactorProgress(ls, request_id)
     progress.begin()
     try:
-        result = await ls.refactors.refactor(
+        result = await ls.engine.refactors.refactor(
             uri=document.uri,
             text=document.source,
             start=start,
@@ -638,7 +667,7 @@ class RefactorProgress:
         """Stop the refactor; the request is answered as cancelled, as the protocol asks.
         Cancelling the task alone would leave pygls waiting on it and the editor unanswered."""
         if self._request_id is not None:
-            self._ls.protocol.cancel_request(self._request_id)  # type: ignore[arg-type]
+            self._ls.gateway_protocol.cancel_request(self._request_id)
         elif self._task is not None:
             self._task.cancel()
 

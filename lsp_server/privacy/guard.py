@@ -20,13 +20,13 @@ from lsp_server.privacy.policy import (
     SensitivityPolicy,
     classify,
 )
-from lsp_server.privacy.secret_rules import find_private_key
+from lsp_server.privacy.secret_rules import find_private_key, first_secret
+from lsp_server.reasons import Reason
 
 log = logging.getLogger(__name__)
 
 # Longer than any single-line secret the rules know; on a minified line the scan stops here.
 CONTEXT_MARGIN = 4096
-LOCAL_ONLY_REASON = "sensitive"
 _MAX_MEMOS = 256
 
 
@@ -50,7 +50,9 @@ class PrivacyGuard:
         self._policy = SensitivityPolicy(())
         self._memos: OrderedDict[str, SecretMemo] = OrderedDict()
 
-    def window_reason(self, uri: str, text: str, start: int, cursor: int, end: int) -> str | None:
+    def window_reason(
+        self, uri: str, text: str, start: int, cursor: int, end: int
+    ) -> Reason | None:
         """Why a prompt window `text[start:end]` around `cursor` must stay here, or None.
 
         Keystroke after keystroke in one document: the lines around the cursor's are judged
@@ -70,13 +72,28 @@ class PrivacyGuard:
             verdict = _private_key_anywhere(text)
         return self._reason(uri, verdict)
 
-    def text_reason(self, uri: str, text: str) -> str | None:
+    def text_reason(self, uri: str, text: str) -> Reason | None:
         """Why a request carrying all of `text` must stay here, or None."""
         routing = self._routing()
         verdict = classify(
             self._policy_for(routing), uri, text, redact_secrets=routing.redact_secrets
         )
         return self._reason(uri, verdict)
+
+    def excerpt_reason(self, uri: str, excerpt: str, document: str = "") -> Reason | None:
+        """Why `excerpt` (whole lines of `document`, at `uri`) must not join the prompt of
+        another request, or None. Stricter than a window: a secret in it rules it out even
+        with `redact_secrets` off (nobody asked for it to be sent), and so does a private key
+        anywhere in the document. The path alone is judged when `excerpt` is empty."""
+        verdict = classify(self._policy_for(self._routing()), uri, excerpt, redact_secrets=True)
+        if not verdict.local_only and document:
+            verdict = _private_key_anywhere(document)
+        return self._reason(uri, verdict)
+
+    def holds_secret(self, excerpt: str) -> bool:
+        """Whether `excerpt` holds a secret, whatever `redact_secrets` says: the content half
+        of `excerpt_reason`, for pieces of a file whose path was judged already."""
+        return first_secret(excerpt) is not None
 
     def forget(self, uri: str) -> None:
         self._memos.pop(uri, None)
@@ -98,11 +115,11 @@ class PrivacyGuard:
         return memo
 
     @staticmethod
-    def _reason(uri: str, verdict: PrivacyVerdict) -> str | None:
+    def _reason(uri: str, verdict: PrivacyVerdict) -> Reason | None:
         if not verdict.local_only:
             return None
         log.debug("%s stays on this machine: %s (%s)", uri, verdict.reason, verdict.detail)
-        return LOCAL_ONLY_REASON
+        return Reason.SENSITIVE
 
 
 def _private_key_anywhere(text: str) -> PrivacyVerdict:

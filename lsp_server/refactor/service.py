@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
-from lsp_server.backends.base import ChatRequest
+from lsp_server.backends.base import ChatRequest, estimate_tokens
+from lsp_server.config.model import CHAT_MAX_TOKENS, LOCAL_CHAT_MAX_TOKENS
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
 from lsp_server.refactor.prompt import build_refactor_messages
@@ -21,12 +22,9 @@ from lsp_server.routing.router import Routed, Router, RoutingFailed
 DEFAULT_INSTRUCTION = (
     "Refactor this code to be clearer and more idiomatic without changing its behaviour."
 )
-REFACTOR_MAX_TOKENS = 4096
 # The local model's answer is sized to the selection: a rewrite is rarely more than twice as long
 # as what it replaces, and a small CPU model writing on past that only burns the deadline.
 LOCAL_MIN_TOKENS = 256
-LOCAL_MAX_TOKENS = 1024
-CHARS_PER_TOKEN = 3
 
 
 class RefactorFailed(Exception):
@@ -77,9 +75,9 @@ class RefactorService:
             nonlocal received
             received += 1
             if on_tokens is not None:
-                on_tokens(received, REFACTOR_MAX_TOKENS)
+                on_tokens(received, CHAT_MAX_TOKENS)
 
-        request = ChatRequest(messages=messages, max_tokens=REFACTOR_MAX_TOKENS)
+        request = ChatRequest(messages=messages, max_tokens=CHAT_MAX_TOKENS)
         try:
             routed = await self._router.refactor(
                 request,
@@ -106,8 +104,8 @@ class RefactorService:
 
 def local_answer_budget(selection_chars: int) -> int:
     """Tokens the local model may write for a selection of this size."""
-    wanted = 2 * selection_chars // CHARS_PER_TOKEN + LOCAL_MIN_TOKENS // 2
-    return max(LOCAL_MIN_TOKENS, min(LOCAL_MAX_TOKENS, wanted))
+    wanted = estimate_tokens(2 * selection_chars) + LOCAL_MIN_TOKENS // 2
+    return max(LOCAL_MIN_TOKENS, min(LOCAL_CHAT_MAX_TOKENS, wanted))
 
 
 def _cut_short(routed: Routed) -> bool:

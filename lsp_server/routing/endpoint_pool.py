@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lsp_server.backends.base import Backend
+from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
 from lsp_server.routing.circuit_breaker import CircuitBreaker
 from lsp_server.routing.latency_stats import EndpointStats
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 LOCAL_NAME = "local"
 
 RemoteFactory = Callable[[EndpointConfig], Backend]
-LocalFactory = Callable[[LocalConfig], Backend]
+LocalFactory = Callable[[LocalConfig], LocalModel]
 
 
 @dataclass(slots=True)
@@ -67,6 +68,7 @@ class EndpointPool:
         self._local_factory = local_factory
         self.remotes: dict[str, Endpoint] = {}
         self.local: Endpoint | None = None
+        self.local_model: LocalModel | None = None  # the local endpoint's backend, typed
         self._local_config: LocalConfig | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -100,10 +102,10 @@ class EndpointPool:
         previous = self.local
         self._local_config = local
         if not local.enabled:
-            self.local = None
+            self.local = self.local_model = None
         else:
-            backend = self._local_factory(local)
-            self.local = Endpoint(LOCAL_NAME, backend, None)
+            self.local_model = self._local_factory(local)
+            self.local = Endpoint(LOCAL_NAME, self.local_model, None)
             if previous is not None:
                 self.local.stats = previous.stats
         if previous is not None:

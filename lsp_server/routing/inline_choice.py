@@ -25,8 +25,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.hedge_budget import RideBudget
 
 EXPLORED_AFTER = 2  # attempts (won, lost or failed) before an endpoint stops riding by default
 PROBE_EVERY_REQUESTS = 4  # an open circuit is probed at most once in this many requests
@@ -37,21 +39,12 @@ PROBE_MIN_INTERVAL_S = 0.1  # and at most this often, however fast requests come
 class Choice:
     order: list[Endpoint]  # asked in this order: the primary, then hedges and fallbacks
     parallel: int  # how many start at once: 2 when an exploration or a probe rides along
-    reason: str  # why the primary: "fastest" (measured) or "config-order" (nothing measured)
-    rider_reason: str | None = None  # "explore" | "probe" when one rides along
+    reason: Reason  # why the primary: FASTEST (measured) or CONFIG_ORDER (nothing measured)
+    rider_reason: Reason | None = None  # EXPLORE or PROBE when one rides along
 
     @property
     def rider(self) -> Endpoint | None:
         return self.order[1] if self.parallel > 1 else None
-
-
-@dataclass(frozen=True, slots=True)
-class RideBudget:
-    """What the hedge budget allows beside the primary."""
-
-    probe: bool  # a probe of an open circuit may ride along (else it goes first)
-    explore: bool  # an exploration may ride along
-    explore_alone: bool  # hedging is off: an exploration may be the primary instead
 
 
 class InlineChooser:
@@ -91,21 +84,21 @@ class InlineChooser:
         if not ranked:
             # Every circuit is open: whichever is due for its probe answers, if any.
             probes = [e for e in tripped if e.breaker.allow()]
-            return Choice(probes, 1, "probe" if probes else "breaker-open")
+            return Choice(probes, 1, Reason.PROBE if probes else Reason.BREAKER_OPEN)
         primary = ranked[0]
-        reason = "fastest" if primary.stats.measured else "config-order"
-        if reason == "fastest" and _outranked_by_tripped(primary, tripped):
-            reason = "breaker-open"
+        reason = Reason.FASTEST if primary.stats.measured else Reason.CONFIG_ORDER
+        if reason is Reason.FASTEST and _outranked_by_tripped(primary, tripped):
+            reason = Reason.BREAKER_OPEN
         probe = self._probe(tripped)
         if probe is not None and budget.probe:
-            return Choice([primary, probe, *ranked[1:]], 2, reason, "probe")
+            return Choice([primary, probe, *ranked[1:]], 2, reason, Reason.PROBE)
         if probe is not None:  # no hedge budget: the probe goes first, the hedge covers it
-            return Choice([probe, *ranked], 1, "probe")
+            return Choice([probe, *ranked], 1, Reason.PROBE)
         backups, explored = self._order_backups(ranked, prior_ms, tokens)
         if explored is not None and budget.explore:
-            return Choice([primary, *backups], 2, reason, "explore")
+            return Choice([primary, *backups], 2, reason, Reason.EXPLORE)
         if explored is not None and budget.explore_alone:
-            return Choice([explored, primary, *backups[1:]], 1, "explore")
+            return Choice([explored, primary, *backups[1:]], 1, Reason.EXPLORE)
         return Choice([primary, *backups], 1, reason)
 
     def _order_backups(

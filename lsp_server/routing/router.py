@@ -1,4 +1,4 @@
-"""The routing policy shared by every front door (DESIGN.md, routing rules 1-7).
+"""The routing policy shared by every front door (`docs/architecture.md`, routing rules).
 
 Inline: sensitive or offline → local only, under the local budget (`local.deadline_ms`), a model
 still loading waited for within it; otherwise the `inline` endpoints ranked by expected time to
@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import logging
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,12 +33,16 @@ from lsp_server.backends.base import (
     Usage,
     unexpected_failure,
 )
+from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import config_to_dict
-from lsp_server.config.model import Config, OfflineMode
+from lsp_server.config.model import Config, OfflineMode, Role
+from lsp_server.reasons import Reason
+from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
-from lsp_server.routing.inline_choice import Choice, InlineChooser, RideBudget
+from lsp_server.routing.hedge_budget import HedgeBudget
+from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
@@ -48,29 +53,54 @@ from lsp_server.routing.warm_connections import WarmConnections
 
 log = logging.getLogger(__name__)
 
-INLINE_FALLBACK = "inline-fallback"  # a chat served by inline endpoints: no refactor endpoint
 SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have told us
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
-EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for explorations riding along
-HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointFailure:
+    """What went wrong with one endpoint asked for a request."""
+
+    endpoint: str
+    kind: str  # a `FailureKind` value, or "deadline"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.endpoint}: {self.kind}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
 class Routed:
+    """What happened to one routed request: who answered, why them, and what failed."""
+
     text: str
     endpoint: str | None
-    reason: str
+    reason: Reason
     latency_ms: float
     tokens: int
     timed_out: bool = False
     usage: Usage | None = None  # the answering call's counts and finish reason
     max_tokens: int | None = None  # the most tokens the answering endpoint was asked for
+    failures: tuple[EndpointFailure, ...] = ()
+
+    @property
+    def detail(self) -> str | None:
+        """What went wrong, in one line, when something did."""
+        if self.failures:
+            return "; ".join(str(f) for f in self.failures)
+        if self.timed_out:
+            return "no answer within the deadline"
+        return None
 
 
 class RoutingFailed(Exception):
     """No endpoint could answer; the message names each endpoint tried and why."""
+
+    def __init__(self, message: str, failures: tuple[EndpointFailure, ...] = ()) -> None:
+        super().__init__(message)
+        self.failures = failures
 
 
 class Router:
@@ -81,7 +111,9 @@ class Router:
         remote_factory: RemoteFactory,
         local_factory: LocalFactory,
         stats_file: StatsFile | None = None,
+        rng: random.Random | None = None,
     ) -> None:
+        """`rng` draws the exploration samples (tests seed it, so a run can be repeated)."""
         self.config = config
         self.pool = EndpointPool(remote_factory, local_factory)
         self.pool.apply(config)
@@ -92,11 +124,9 @@ class Router:
         self._saving: asyncio.Task[None] | None = None
         self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
         self.decisions = DecisionLog()
-        self.inline_requests = 0
-        self.hedged_requests = 0
-        self.explored_requests = 0  # the hedged requests that had an exploration riding along
+        self.budget = HedgeBudget()
         self.shared: SharedState | None = None
-        self._chooser = InlineChooser()
+        self._chooser = InlineChooser(rng)
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
@@ -116,6 +146,7 @@ class Router:
         """Start telling a `SharedState` what this router observes, and hearing its peers'."""
         if self.shared is None:
             self.shared = SharedState(self.pool)
+            self.budget.peers = self.shared
         return self.shared
 
     def set_offline(self, mode: OfflineMode) -> None:
@@ -127,34 +158,31 @@ class Router:
         serve every keystroke (offline "always", or no remote inline endpoint), so the first
         keystroke finds it ready."""
         self._connect_endpoints()
-        local = self.pool.local
-        if local is not None and (self.offline.mode == "always" or not self._has_remote_inline()):
-            _start_loading(local)
+        if self.answerers("inline").local_must_answer:
+            self.start_local_model()
 
     def start_local_model(self) -> None:
         """Start loading the local model now if it is enabled: an editor that connects will
         need it for offline and sensitive work, and the load takes seconds."""
-        if self.pool.local is not None:
-            _start_loading(self.pool.local)
+        if self.pool.local_model is not None:
+            self.pool.local_model.start_loading()
 
     def _connect_endpoints(self) -> None:
         """Nothing leaves the machine when offline is "always", not even a connection."""
         if self.offline.mode != "always":
             self._connections.ensure(self.pool.remotes.values())
 
-    def prefill_local(self, request: CompletionRequest, *, local_only: str | None) -> bool:
+    def answerers(self, role: Role, stay_local: Reason | None = None) -> Answerers:
+        """Who may serve a request of `role` now (`stay_local`: the privacy verdict)."""
+        return who_answers(self.pool, role, stay_local=stay_local, offline=self.offline.active)
+
+    def prefill_local(self, request: CompletionRequest, *, local_only: Reason | None) -> bool:
         """Have the local model evaluate `request`'s prompt ahead of time, when it is the
         model that will answer this document's keystrokes and is idle."""
-        local = self.pool.local
-        if local is None:
+        model = self.pool.local_model
+        if model is None or not self.answerers("inline", local_only).local_must_answer:
             return False
-        if local_only is None and not self.offline.active and self._has_remote_inline():
-            return False
-        prefill = getattr(local.backend, "prefill", None)
-        return bool(callable(prefill) and prefill(request))
-
-    def _has_remote_inline(self) -> bool:
-        return any("inline" in e.roles for e in self.pool.remotes.values())
+        return model.prefill(request)
 
     def _inline_remote_configs(self) -> tuple[Any, ...]:
         return self.config.endpoints_with_role("inline")
@@ -166,7 +194,7 @@ class Router:
         request: CompletionRequest,
         *,
         uri: str | None = None,
-        local_only: str | None = None,
+        local_only: Reason | None = None,
         pinned: str | None = None,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
@@ -179,7 +207,7 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.inline_requests += 1
+        self.budget.count_request()
         self._connect_endpoints()
         choice = self._inline_choice(local_only, request, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
@@ -190,17 +218,15 @@ class Router:
             candidates,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
-            may_hedge=self._hedge_budget_left(),
+            may_hedge=self.budget.hedge_left(self.config.routing.max_hedge_ratio),
             parallel=parallel,
             measure_riders=choice.rider_reason == "explore",
             on_text=on_text,
             on_attempt=on_attempt,
         )
         outcome = await race.run()
-        if outcome.hedged:
-            self.hedged_requests += 1
-        if choice.rider_reason == "explore" and parallel > 1:
-            self.explored_requests += 1
+        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
+        self.budget.count_outcome(hedged=outcome.hedged, explored=explored)
         if self.shared is not None:
             self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
@@ -219,30 +245,34 @@ class Router:
         return keystroke
 
     def _inline_choice(
-        self, local_only: str | None, request: CompletionRequest, pinned: str | None
+        self, local_only: Reason | None, request: CompletionRequest, pinned: str | None
     ) -> Choice:
-        local = self.pool.local
-        if local_only is not None or self.offline.active:
+        answerers = self.answerers("inline", local_only)
+        local, model = self.pool.local, self.pool.local_model
+        if answerers.stay_local is not None:
             # The local model is the only answer: one still loading is waited for, within
             # the local budget, rather than skipped.
-            reason = local_only or "offline"
-            local_answer = local is not None and _awaitable_local(local)
-            return Choice([local] if local is not None and local_answer else [], 1, reason)
-        remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
-        if remotes:
-            local_ready = local is not None and _usable_local(local)
+            answering = local is not None and model is not None and _awaitable(model)
+            return Choice(
+                [local] if local is not None and answering else [], 1, answerers.stay_local
+            )
+        remotes = list(answerers.remotes)
+        if model is None:
+            local_ready = False
+        elif remotes:
+            local_ready = _usable(model)
         else:  # a local-only configuration: as above, a loading model is waited for
-            local_ready = local is not None and _awaitable_local(local)
+            local_ready = _awaitable(model)
         endpoints = remotes + ([local] if local is not None and local_ready else [])
         if not endpoints:
-            loading = local is not None and getattr(local.backend, "state", "") == "loading"
-            return Choice([], 1, "local-loading" if loading else "no-endpoint")
+            loading = answerers.local_state is LocalState.LOADING
+            return Choice([], 1, Reason.LOCAL_LOADING if loading else Reason.NO_ENDPOINT)
         if pinned is not None:
             return Choice(
-                [e for e in endpoints if e.name == pinned and e.breaker.allow()], 1, "pinned"
+                [e for e in endpoints if e.name == pinned and e.breaker.allow()], 1, Reason.PINNED
             )
         if not remotes:  # a local-only configuration: nothing to choose between
-            return Choice(endpoints, 1, "local-only")
+            return Choice(endpoints, 1, Reason.LOCAL_ONLY)
         healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
         tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
         order = {e.name: i for i, e in enumerate(endpoints)}
@@ -259,7 +289,7 @@ class Router:
             tripped,
             prior_ms=prior_ms,
             tokens=tokens,
-            budget=self._ride_budget(),
+            budget=self.budget.ride(self.config.routing.max_hedge_ratio),
         )
 
     def _hedge_delay_ms(self, primary: Endpoint) -> float:
@@ -276,40 +306,11 @@ class Router:
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
-    def _ride_budget(self) -> RideBudget:
-        """Probes ride along while the hedge budget (`max_hedge_ratio`) lasts: they are how an
-        endpoint comes back. Explorations only use a share of it…"""
-        ratio = self.config.routing.max_hedge_ratio
-        if ratio <= 0:
-            return RideBudget(probe=False, explore=False, explore_alone=True)
-        hedge_left = self._hedge_budget_left()
-        share = EXPLORATION_SHARE * ratio * self.inline_requests + HEDGE_BURST
-        return RideBudget(
-            probe=hedge_left,
-            explore=hedge_left and self.explored_requests < share,
-            explore_alone=False,
-        )
-
-    def _hedge_budget_left(self) -> bool:
-        """…while hedges against stragglers may use all of it: the tail is what the user
-        sees, and a rider spent on learning must never leave a straggler unhedged."""
-        inline, hedged = self._request_counts()
-        return hedged < self.config.routing.max_hedge_ratio * inline + HEDGE_BURST
-
-    def _request_counts(self) -> tuple[int, int]:
-        """Inline and hedged requests so far, of every gateway that shares state: the hedge
-        budget is one for all of them."""
-        inline, hedged = self.inline_requests, self.hedged_requests
-        if self.shared is not None:
-            inline += self.shared.peer_inline
-            hedged += self.shared.peer_hedged
-        return inline, hedged
-
     def _settle_inline(
         self,
         outcome: RaceOutcome,
         candidates: list[Endpoint],
-        reasons: tuple[str, str | None],
+        reasons: tuple[Reason, Reason | None],
         request: CompletionRequest,
         started: float,
         uri: str | None,
@@ -332,18 +333,18 @@ class Router:
                 a.endpoint is candidates[0] and a.error is not None for a in outcome.attempts
             )
             if primary_failed or not winner.hedge:
-                reason = "fallback"  # it answered because the primary could not
+                reason = Reason.FALLBACK  # it answered because the primary could not
             elif rider_reason is not None and winner.endpoint is candidates[1]:
                 reason = rider_reason
             else:
-                reason = "hedge-win"
+                reason = Reason.HEDGE_WIN
         if winner is not None:
             self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None
         tokens = winner.usage.completion_tokens if winner else 0
-        detail = _failures(outcome.attempts)
+        failures = _failures(outcome.attempts)
         if outcome.timed_out:
-            reason, detail = "deadline", detail or "no answer within the deadline"
+            reason = Reason.DEADLINE
         cost = 0.0
         if winner is not None:
             prompt_tokens = winner.usage.prompt_tokens or (
@@ -351,21 +352,7 @@ class Router:
             )
             cost = estimate_cost(winner.endpoint.price, prompt_tokens, tokens)
             winner.endpoint.stats.cost_usd += cost
-        self.decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="inline",
-                endpoint=served_by.name if served_by else None,
-                reason=reason,
-                latency_ms=round(latency_ms, 2),
-                tokens=tokens,
-                cost_usd=cost,
-                uri=uri,
-                hedged=outcome.hedged,
-                detail=detail,
-            )
-        )
-        return Routed(
+        routed = Routed(
             outcome.text,
             served_by.name if served_by else None,
             reason,
@@ -373,7 +360,23 @@ class Router:
             tokens,
             outcome.timed_out,
             winner.usage if winner else None,
+            failures=failures,
         )
+        self.decisions.add(
+            Decision(
+                time=now_iso(),
+                kind="inline",
+                endpoint=routed.endpoint,
+                reason=reason,
+                latency_ms=round(latency_ms, 2),
+                tokens=tokens,
+                cost_usd=cost,
+                uri=uri,
+                hedged=outcome.hedged,
+                detail=routed.detail,
+            )
+        )
+        return routed
 
     def _measure_later(self, attempts: list[Attempt], started: float) -> None:
         """Await explorations that lost before their first token until it comes (within the
@@ -457,7 +460,7 @@ class Router:
                 time=now_iso(),
                 kind="inline",
                 endpoint=endpoint,
-                reason="cache",
+                reason=Reason.CACHE,
                 latency_ms=0.0,
                 tokens=0,
                 cost_usd=0.0,
@@ -465,15 +468,22 @@ class Router:
             )
         )
 
-    def _record_empty(self, kind: str, reason: str, started: float, uri: str | None) -> Routed:
+    def _record_empty(
+        self,
+        kind: str,
+        reason: Reason,
+        started: float,
+        uri: str | None,
+        failures: tuple[EndpointFailure, ...] = (),
+    ) -> Routed:
         latency_ms = (time.monotonic() - started) * 1000
-        detail = "no endpoint available"
+        detail = "; ".join(str(f) for f in failures) or "no endpoint available"
         self.decisions.add(
             Decision(
                 now_iso(), kind, None, reason, round(latency_ms, 2), 0, 0.0, uri, False, detail
             )
         )
-        return Routed("", None, reason, latency_ms, 0)
+        return Routed("", None, reason, latency_ms, 0, failures=failures)
 
     # -- refactor ---------------------------------------------------------------------------
 
@@ -482,7 +492,7 @@ class Router:
         request: ChatRequest,
         *,
         uri: str | None = None,
-        local_only: str | None = None,
+        local_only: Reason | None = None,
         pinned: str | None = None,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
@@ -503,7 +513,7 @@ class Router:
         candidates, reason = self._refactor_candidates(local_only)
         if pinned is not None and local_only is None:
             candidates = [e for e in candidates if e.name == pinned]
-            reason = "pinned"
+            reason = Reason.PINNED
         streamed = False
 
         def forward(chunk: str) -> None:
@@ -519,12 +529,12 @@ class Router:
                     "model is disabled ([local] enabled = false)"
                 )
             raise RoutingFailed("no refactor endpoint is configured and the local model is off")
-        failures: list[str] = []
+        failures: list[EndpointFailure] = []
         deadline_s = self.config.routing.refactor_deadline_ms / 1000
         for index, endpoint in enumerate(candidates):
             remaining = deadline_s - (time.monotonic() - started)
             if remaining <= 0:
-                failures.append(f"{endpoint.name}: deadline passed")
+                failures.append(EndpointFailure(endpoint.name, "deadline", "deadline passed"))
                 break
             usage = Usage()
             attempt_started = time.monotonic()
@@ -536,14 +546,16 @@ class Router:
                     _collect(endpoint, asked, usage, forward), timeout=remaining
                 )
             except TimeoutError:
-                failures.append(f"{endpoint.name}: no answer within the deadline")
+                failures.append(
+                    EndpointFailure(endpoint.name, "deadline", "no answer within the deadline")
+                )
                 endpoint.stats.record_failure()
                 if streamed and not restart_after_text:
                     break
                 continue
             except BackendError as error:
-                failures.append(f"{endpoint.name}: {error.kind.value}: {error.message}")
-                if reason == INLINE_FALLBACK and not endpoint.is_local:
+                failures.append(EndpointFailure(endpoint.name, error.kind.value, error.message))
+                if reason is Reason.INLINE_FALLBACK and not endpoint.is_local:
                     endpoint.last_error = error.message  # a FIM model may not chat: no breaker
                 else:
                     self._record_failure(endpoint, error)
@@ -558,7 +570,7 @@ class Router:
                 won=True,
             )
             endpoint.breaker.record_success()
-            final_reason = reason if index == 0 else "fallback"
+            final_reason = reason if index == 0 else Reason.FALLBACK
             cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
             endpoint.stats.cost_usd += cost
             latency_ms = (time.monotonic() - started) * 1000
@@ -572,7 +584,7 @@ class Router:
                     tokens=usage.completion_tokens,
                     cost_usd=cost,
                     uri=uri,
-                    detail="; ".join(failures) or None,
+                    detail="; ".join(str(f) for f in failures) or None,
                 )
             )
             return Routed(
@@ -583,20 +595,22 @@ class Router:
                 usage.completion_tokens,
                 usage=usage,
                 max_tokens=asked.max_tokens,
+                failures=tuple(failures),
             )
-        self._record_empty("refactor", "failed", started, uri)
-        raise RoutingFailed("; ".join(failures))
+        self._record_empty("refactor", Reason.FAILED, started, uri, tuple(failures))
+        raise RoutingFailed("; ".join(str(f) for f in failures), tuple(failures))
 
-    def _refactor_candidates(self, local_only: str | None) -> tuple[list[Endpoint], str]:
-        local = self.pool.local
-        if local_only is not None:
-            return ([local] if local is not None else []), local_only
-        remotes = [e for e in self.pool.remotes.values() if "refactor" in e.roles]
-        reason = "configured" if remotes else "fallback"
-        if not remotes:
+    def _refactor_candidates(self, local_only: Reason | None) -> tuple[list[Endpoint], Reason]:
+        answerers = self.answerers("refactor", local_only)
+        local = answerers.local
+        if answerers.stay_local is not None:
+            return ([local] if local is not None else []), answerers.stay_local
+        remotes = list(answerers.remotes)
+        if answerers.inline_fallback:
             # No reasoning endpoint: the inline endpoints' chat, then the local model.
-            remotes = [e for e in self.pool.remotes.values() if "inline" in e.roles]
-            reason = INLINE_FALLBACK if remotes else reason
+            reason = Reason.INLINE_FALLBACK
+        else:
+            reason = Reason.CONFIGURED if remotes else Reason.FALLBACK
         healthy = [e for e in remotes if e.breaker.state is not BreakerState.OPEN]
         ordered = healthy + [e for e in remotes if e not in healthy]
         if local is not None:
@@ -606,21 +620,20 @@ class Router:
     # -- status -----------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        local = self.pool.local
-        local_backend = local.backend if local is not None else None
+        model = self.pool.local_model
         return {
             "offline": self.offline.mode,
             "offline_active": self.offline.active,
             "local": {
-                "enabled": local is not None,
-                "state": getattr(local_backend, "state", "disabled"),
-                "model": str(getattr(local_backend, "model_path", "") or ""),
-                "error": getattr(local_backend, "load_error", None),
-                "fim": getattr(local_backend, "fim_supported", None),
+                "enabled": model is not None,
+                "state": model.state.value if model is not None else LocalState.DISABLED.value,
+                "model": str(model.model_path or "") if model is not None else "",
+                "error": model.load_error if model is not None else None,
+                "fim": model.fim_supported if model is not None else None,
             },
             "config": config_to_dict(self.config),
-            "inline_requests": self.inline_requests,
-            "hedged_requests": self.hedged_requests,
+            "inline_requests": self.budget.inline_requests,
+            "hedged_requests": self.budget.hedged_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
@@ -681,26 +694,19 @@ async def _collect(
     return "".join(parts)
 
 
-def _usable_local(endpoint: Endpoint) -> bool:
+def _usable(model: LocalModel) -> bool:
     """A local model that is loaded; one not yet loaded starts loading and sits this one out."""
-    state = getattr(endpoint.backend, "state", "ready")
-    if state == "ready":
+    if model.state is LocalState.READY:
         return True
-    if state == "unloaded":
-        _start_loading(endpoint)
+    if model.state is LocalState.UNLOADED:
+        model.start_loading()
     return False
 
 
-def _awaitable_local(endpoint: Endpoint) -> bool:
+def _awaitable(model: LocalModel) -> bool:
     """A local model that is loaded or on its way (loading starts now if it had not)."""
-    _start_loading(endpoint)
-    return getattr(endpoint.backend, "state", "ready") in ("ready", "loading")
-
-
-def _start_loading(endpoint: Endpoint) -> None:
-    start = getattr(endpoint.backend, "start_loading", None)
-    if callable(start):
-        start()
+    model.start_loading()
+    return model.state in (LocalState.READY, LocalState.LOADING)
 
 
 def _first_token_ms(attempt: Attempt) -> float | None:
@@ -711,11 +717,12 @@ def _first_token_ms(attempt: Attempt) -> float | None:
     return max(0.0, (attempt.first_token_at - attempt.started_at) * 1000 - attempt.usage.setup_ms)
 
 
-def _failures(attempts: list[Attempt]) -> str | None:
-    messages = [
-        f"{a.endpoint.name}: {a.error.kind.value}: {a.error.message}" for a in attempts if a.error
-    ]
-    return "; ".join(messages) or None
+def _failures(attempts: list[Attempt]) -> tuple[EndpointFailure, ...]:
+    return tuple(
+        EndpointFailure(a.endpoint.name, a.error.kind.value, a.error.message)
+        for a in attempts
+        if a.error
+    )
 
 
 def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeGuard
 
 VERSION = 1
 MAX_MESSAGE_BYTES = 256 * 1024
@@ -147,7 +147,7 @@ def _name(value: Any, known: Callable[[str], bool]) -> bool:
     return isinstance(value, str) and len(value) <= MAX_NAME_CHARS and known(value)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -4,6 +4,7 @@ KV-cache reuse across keystrokes, one generation at a time, and clear load failu
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
+    ContextChunk,
     FailureKind,
     Usage,
 )
@@ -295,3 +297,25 @@ async def test_a_prefill_never_delays_a_request(local_backend: LocalBackend) -> 
     await collect(local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=2))
     assert prefill.stop.is_set()  # told to stop (or never start) when the request came
     await local_backend.wait_idle()
+
+
+@pytest.mark.model
+async def test_context_leads_the_prompt_and_stays_in_the_kv_cache(
+    local_backend: LocalBackend,
+) -> None:
+    """The bundled model has no FIM tokens: context goes as path-comment blocks before the
+    prefix, and leads, so the next keystroke with other text reuses its KV cache."""
+    chunk = ContextChunk(
+        "shapes/circle.py",
+        'def area_of_ring(outer: float, inner: float) -> float:\n    """Outer minus inner."""\n',
+    )
+    plain = CompletionRequest(prefix=DOCUMENT, suffix="", max_tokens=2, language="python")
+    await collect(local_backend, plain)
+    without = local_backend.last_prompt_tokens
+    with_context = replace(plain, context=(chunk,), workspace_path="main.py")
+    await collect(local_backend, with_context)
+    added = local_backend.last_prompt_tokens - without
+    assert added >= 20  # the chunk, its path comment and the current file's
+    other_text = replace(with_context, prefix="import math\n\nRADIUS = 2\n")
+    await collect(local_backend, other_text)
+    assert local_backend.last_reused_tokens >= added

@@ -67,6 +67,24 @@ def test_complete_prints_one_suggestion(tmp_path: Path) -> None:
         assert endpoint.requests[-1].json["prompt"] == "def add(a, b):\n    "
 
 
+def test_complete_reads_the_definitions_the_file_imports(tmp_path: Path) -> None:
+    (tmp_path / "geometry.py").write_text(
+        'def hypotenuse(a: float, b: float) -> float:\n    """The long side."""\n'
+        "    return (a * a + b * b) ** 0.5\n"
+    )
+    source = tmp_path / "use.py"
+    source.write_text("from geometry import hypotenuse\n\nside = hyp\n", encoding="utf-8")
+    with FakeLLMServer(Behaviour(text="otenuse(3, 4)\n")) as endpoint:
+        config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("fake", endpoint.base_url))
+        result = gateway_ls(tmp_path, "--config", str(config), "complete", f"{source}:3:11")
+        assert result.returncode == 0, result.stderr
+    prompt = endpoint.requests[-1].json["prompt"]
+    assert prompt.startswith(
+        "# path: geometry.py\ndef hypotenuse(a: float, b: float) -> float:\n"
+        '    """The long side."""\n\n# path: use.py\n'
+    )
+
+
 def test_complete_with_nothing_reachable_exits_1_with_the_reason(tmp_path: Path) -> None:
     source = tmp_path / "a.py"
     source.write_text("x = \n", encoding="utf-8")

@@ -16,9 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import one_endpoint_config, server_env
 from tests.support.real_tools import tool_missing
+
+pytestmark = pytest.mark.editor
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = Path(__file__).with_name("emacs") / "eglot-session.el"

@@ -30,6 +30,8 @@ from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")
 
+pytestmark = pytest.mark.editor
+
 REPO = Path(__file__).resolve().parents[2]
 INIT = Path(__file__).with_name("neovim") / "init.lua"
 OFFLINE_EXAMPLE = REPO / "examples" / "offline.toml"
@@ -217,3 +219,33 @@ def test_code_actions_are_listed_and_a_refactor_applies_its_edit(tmp_path: Path)
             assert lua(editor, "return gateway_test.run_action(4, 6, 'Refactor: Simplify')")
             expected = ["import math", "", "", "def area(r):", "    return math.pi * r ** 2"]
             wait_for(lambda: editor.current.buffer[:] == expected, 30, "the refactor's edit")
+
+
+def test_another_open_file_joins_the_prompt_as_context(tmp_path: Path) -> None:
+    """Two files open in Neovim: the prompt for the one being typed in carries a chunk of the
+    other, which defines the function being called."""
+    signature = "def frobnicate_widget(widget, force=1.0):"
+    with FakeLLMServer(Behaviour(text="nicate_widget(part)\n")) as endpoint:
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
+        widgets = tmp_path / "widgets.py"
+        widgets.write_text(f'{signature}\n    """Turn a widget inside out."""\n    return widget\n')
+        main = tmp_path / "main.py"
+        main.write_text("from widgets import frobnicate_widget\n\npart = object()\n\n")
+        with neovim(tmp_path, config) as editor:
+            open_attached(editor, widgets)
+            editor.command(f"split {main}")
+            wait_for(
+                lambda: status(editor).get("context", {}).get("chunks", 0) >= 2,
+                STARTUP_S,
+                "both files' chunks in the context store",
+            )
+            editor.input("4GA")
+            editor.input("result = frob")
+            ghost = wait_for(
+                lambda: lua(editor, "return gateway_test.ghost_text()"), 15, "ghost text"
+            )
+            assert "nicate_widget" in ghost
+    prompt = endpoint.requests[-1].json["prompt"]
+    whole_file = "# path: widgets.py\n" + widgets.read_text()  # the ring's chunk, body and all
+    assert whole_file in prompt
+    assert prompt.endswith("# path: main.py\n" + main.read_text()[:-1] + "result = frob")

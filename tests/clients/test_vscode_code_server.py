@@ -55,7 +55,7 @@ GHOST_WAIT_MS = 8_000
 
 DOCUMENT = "def add(a, b):\n    \n"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.editor]
 
 
 def missing_pieces() -> list[str]:

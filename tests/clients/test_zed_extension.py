@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 ZED = REPO / "clients" / "zed"
 SNIPPETS = ZED / "snippets"
 
-# The gateway routes DESIGN.md lists for OpenAI-compatible clients that post completions.
+# The gateway routes the README lists for OpenAI-compatible clients that post completions.
 GATEWAY_POST_PATHS = {"/v1/completions", "/v1/chat/completions"}
 # Zed's `edit_predictions.open_ai_compatible_api` keys and `prompt_format` values.
 ZED_OPENAI_COMPATIBLE_KEYS = {"api_url", "model", "prompt_format", "max_output_tokens"}

@@ -18,7 +18,7 @@ from lsp_server.config.loader import (
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
 
-DESIGN_EXAMPLE = """\
+README_EXAMPLE = """\
 [routing]
 inline_deadline_ms = 350      # budget for one keystroke-level request, end to end
 hedge_after_ms = 120          # no first token by then: also ask the next-best endpoint
@@ -70,7 +70,7 @@ def parse_error(text: str) -> ConfigError:
 
 def test_design_example_loads_exactly(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    path.write_text(DESIGN_EXAMPLE)
+    path.write_text(README_EXAMPLE)
 
     config = load_config_file(path)
 
@@ -263,7 +263,7 @@ def test_missing_api_key_variable_loads_and_is_reported(monkeypatch: pytest.Monk
 
 def test_config_to_dict_holds_variable_names_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INCEPTION_API_KEY", "the-actual-key-value")
-    config = parse_config_text(DESIGN_EXAMPLE, file=None)
+    config = parse_config_text(README_EXAMPLE, file=None)
     as_dict = config_to_dict(config)
     assert as_dict["endpoints"][0]["api_key_env"] == "INCEPTION_API_KEY"
     assert as_dict["endpoints"][0]["price_per_mtok"] == {"input": 0.25, "output": 0.75}
@@ -277,7 +277,7 @@ def test_relative_model_path_is_relative_to_the_file(tmp_path: Path) -> None:
 
 
 def test_overrides_merge_section_by_section() -> None:
-    base = parse_config_text(DESIGN_EXAMPLE, file=None)
+    base = parse_config_text(README_EXAMPLE, file=None)
     overrides = {
         "routing": {"offline": "always", "hedge_after_ms": None},
         "local": {"n_threads": 2},

@@ -134,3 +134,28 @@ def test_invalid_and_unknown_settings_are_still_errors() -> None:
     with pytest.raises(ConfigError, match="did you mean"):
         settings.with_overrides({"routing": {"offlien": "always"}}, origin="initializationOptions")
     assert settings.effective == FILE
+
+
+def test_the_editor_may_narrow_context_but_never_widen_it() -> None:
+    screened = screen_overrides(
+        FILE, {"routing": {"context": False}, "local": {"context_tokens": 64}}
+    )
+    assert screened.allowed == {"routing": {"context": False}, "local": {"context_tokens": 64}}
+    assert screened.refused == ()
+    off = parse_config_text("[routing]\ncontext = false\n", file="config.toml")
+    screened = screen_overrides(
+        off, {"routing": {"context": True}, "local": {"context_tokens": 4096}}
+    )
+    assert {r.key for r in screened.refused} == {"routing.context", "local.context_tokens"}
+    assert screened.allowed == {"routing": {}, "local": {}}
+
+
+def test_context_budgets_are_checked() -> None:
+    endpoint = '[[endpoints]]\nname = "e"\nkind = "openai"\nbase_url = "http://h/v1"\nmodel = "m"\n'
+    parsed = parse_config_text(endpoint + "context_tokens = 2048\n", file="config.toml")
+    assert parsed.endpoints[0].context_tokens == 2048
+    assert parse_config_text(endpoint, file="c.toml").endpoints[0].context_tokens == 1024
+    assert Config().local.context_tokens == 256 and Config().routing.context is True
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text("[local]\ncontext_tokens = -1\n", file="config.toml")
+    assert caught.value.key == "local.context_tokens"

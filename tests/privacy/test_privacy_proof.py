@@ -4,7 +4,9 @@ A recording endpoint counts every byte it receives. One session opens a document
 default sensitive glob and one normal document per kind of secret the detector knows, each with
 a unique marker, and asks for everything the editor can ask about them (inline completion,
 completion items, code actions and the refactor they offer). The endpoint must receive nothing
-at all until a normal document, the positive control, reaches it. The API key named by
+at all until a normal document, the positive control, reaches it. Every probe stays open and
+shares a word with the control, so context beyond the file would rank it into the control's
+prompt: none may appear there, while a normal neighbouring file does. The API key named by
 `api_key_env` must never show in the server's debug log nor in `gatewayLs.status`.
 
 The fake secrets are assembled at run time from split pieces, so the repository holds nothing a
@@ -13,6 +15,7 @@ secret scanner would flag.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import string
@@ -144,6 +147,10 @@ class Probe:
         return self.path.as_uri()
 
 
+# A word every probe and the control share: context ranking would pick any probe it may.
+SHARED_WORD = "ledger_balance"
+
+
 def marker_for(slug: str) -> str:
     """A word found nowhere else: lower case, so it never looks like a secret itself."""
     word = "".join(ch if ch.isalnum() else "_" for ch in slug)
@@ -152,19 +159,19 @@ def marker_for(slug: str) -> str:
 
 def sensitive_probe(root: Path, relative: str) -> Probe:
     marker = marker_for(relative)
-    return Probe(root / relative, marker, f"# {marker}\nmode = plain\nname = ")
+    return Probe(root / relative, marker, f"# {marker}\nmode = {SHARED_WORD}\nname = ")
 
 
 def corpus_probe(root: Path, index: int, sample: Sample) -> Probe:
     marker = marker_for(f"corpus_{index}")
-    text = f"# {marker}\nsettings = {{\n{sample.text}\n}}\nresult = "
+    text = f"# {marker}\nsettings = {{\n{sample.text}\n}}\nresult = {SHARED_WORD} + "
     return Probe(root / f"corpus_{index}.py", marker, text)
 
 
 def symlink_probe(root: Path) -> Probe:
     """An innocent name that is a link to a `.env` file."""
     marker = marker_for("symlink")
-    text = f"# {marker}\nmode = plain\nname = "
+    text = f"# {marker}\nmode = {SHARED_WORD}\nname = "
     (root / "linked").mkdir()
     (root / "linked" / ".env").write_text(text, encoding="utf-8")
     (root / "linked" / "settings.py").symlink_to(root / "linked" / ".env")
@@ -176,14 +183,14 @@ def window_cut_probes(root: Path) -> list[Probe]:
     line is out of the window."""
     marker = marker_for("minified")
     key = "AK" + "IA" + _draw(string.ascii_uppercase + "234567", 16)
-    minified = f'var a=1;/*{marker}*/var k="{key}";' + "f(1);" * 1199 + "g("
+    minified = f'var {SHARED_WORD}=1;/*{marker}*/var k="{key}";' + "f(1);" * 1199 + "g("
     cut = len(minified) - 6000  # where the 6,000-character window starts
     assert minified.index(key) < cut < minified.index(key) + len(key)
     marker_key = marker_for("key_body")
     body = "\n".join(_draw(_ALNUM + "+/", 64) for _ in range(120))
     label = "PRIV" + "ATE KEY"
     pem = f"-----BEGIN RSA {label}-----\n{body}\n-----END RSA {label}-----\n"
-    key_text = f"{pem}# {marker_key}\nresult = "
+    key_text = f"{pem}# {marker_key}\nresult = {SHARED_WORD} + "
     return [
         Probe(root / "bundle.min.js", marker, minified),
         Probe(root / "key_notes.py", marker_key, key_text),
@@ -195,7 +202,7 @@ def planted_probe(root: Path, kind: str) -> Probe:
     line = PLANTED[kind]()
     found = {finding.kind for finding in find_secrets(line)}
     assert kind in found, f"the planted {kind} is not recognised (found {found or 'nothing'})"
-    text = f"# {marker}\nsettings = {{\n{line}\n}}\nresult = "
+    text = f"# {marker}\nsettings = {{\n{line}\n}}\nresult = {SHARED_WORD} + "
     return Probe(root / f"planted_{kind.replace('-', '_')}.py", marker, text)
 
 
@@ -244,6 +251,17 @@ async def ask_everything(client: LanguageClient, probe: Probe) -> int:
     return 4
 
 
+async def context_gathered(client: LanguageClient) -> bool:
+    """Wait until the context store has gathered what was opened (the neighbour and the
+    control make two chunks; no probe may make one)."""
+    for _ in range(300):
+        context = (await status(client))["context"]
+        if context["gathering"] == 0 and context["chunks"] >= 2:
+            return context["chunks"] == 2
+        await asyncio.sleep(0.1)
+    return False
+
+
 async def status(client: LanguageClient) -> dict[str, Any]:
     return await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="gatewayLs.status")
@@ -261,7 +279,11 @@ async def test_sensitive_content_never_reaches_the_endpoint(
     planted += [corpus_probe(tmp_path, i, sample) for i, sample in enumerate(CORPUS)]
     planted += window_cut_probes(tmp_path)
     control_marker = marker_for("control")
-    control = Probe(tmp_path / "control.py", control_marker, f"# {control_marker}\nresult = ")
+    control_text = f"# {control_marker}\nresult = {SHARED_WORD} + "
+    control = Probe(tmp_path / "control.py", control_marker, control_text)
+    neighbour_marker = marker_for("neighbour")
+    neighbour_text = f"# {neighbour_marker}\n{SHARED_WORD} = 0\n"
+    neighbour = Probe(tmp_path / "neighbour.py", neighbour_marker, neighbour_text)
     log = ServerLog(capfd)
 
     with FakeLLMServer(
@@ -287,14 +309,17 @@ async def test_sensitive_content_never_reaches_the_endpoint(
             leaked = endpoint.bytes_received
             assert endpoint.requests == [] and leaked == 0
 
-            # The positive control: a normal document does reach the endpoint, key and all.
+            # The positive control: a normal document does reach the endpoint, key and all,
+            # with a normal neighbouring file as context and no probe beside it.
+            open_document(client, neighbour.uri, neighbour.text)
             open_document(client, control.uri, control.text)
+            assert await context_gathered(client)
             cursor = end_of(control)
             answer = await inline_completion(client, control.uri, cursor.line, cursor.character)
             requests += 1
             assert answer is not None and answer.items[0].insert_text == "compute()"
             received = endpoint.received_text()
-            assert control.marker in received
+            assert control.marker in received and neighbour.marker in received
             assert endpoint.requests[0].headers["authorization"] == f"Bearer {api_key}"
             for probe in (*sensitive, *planted):
                 assert probe.marker not in received, probe.path.name

@@ -7,8 +7,9 @@ from pathlib import Path
 from lsprotocol import types
 
 from lsp_server.config.loader import parse_config_text
+from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS, SELECTION_END, SELECTION_START
-from lsp_server.refactor.service import LOCAL_MAX_TOKENS, LOCAL_MIN_TOKENS, local_answer_budget
+from lsp_server.refactor.service import LOCAL_MIN_TOKENS, local_answer_budget
 from tests.refactor.test_lsp_refactor import (
     AREA_BODY,
     CIRCLE,

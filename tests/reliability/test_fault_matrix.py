@@ -127,6 +127,7 @@ async def status(client: LanguageClient) -> dict[str, Any]:
     )
 
 
+@pytest.mark.slow  # four minutes: every fault in every cell
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 @pytest.mark.parametrize("fim", [True, False], ids=["fim", "chat"])
 async def test_every_fault_is_survived_within_the_deadline(

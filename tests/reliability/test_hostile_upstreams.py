@@ -254,6 +254,7 @@ async def test_retry_after_of_a_day_is_capped(session: LanguageClient, tmp_path:
     )
 
 
+@pytest.mark.timing
 async def test_the_first_keystroke_keeps_the_deadline_against_a_stalled_upstream(
     tmp_path: Path,
 ) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from lsp_server.backends.base import Backend, CompletionRequest, Usage
+from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
 from lsp_server.routing.router import Router
 from tests.routing.test_router import REQUEST, StandIn, endpoint
@@ -71,26 +72,27 @@ async def test_the_local_budget_is_never_shorter_than_the_keystroke_deadline() -
     assert routed.endpoint == "local"
 
 
-class LoadingModel(Backend):
+class LoadingModel(LocalModel):
     """A local model that finishes loading after `load_s`, then answers at once."""
 
-    name = "local"
-    is_local = True
-
     def __init__(self, load_s: float) -> None:
-        self.state = "unloaded"
+        self._state = LocalState.UNLOADED
         self.load_s = load_s
 
+    @property
+    def state(self) -> LocalState:
+        return self._state
+
     def start_loading(self) -> None:
-        if self.state == "unloaded":
-            self.state = "loading"
+        if self._state is LocalState.UNLOADED:
+            self._state = LocalState.LOADING
 
     async def complete(
         self, request: CompletionRequest, usage: Usage | None = None
     ) -> AsyncIterator[str]:
         self.start_loading()
         await asyncio.sleep(self.load_s)
-        self.state = "ready"
+        self._state = LocalState.READY
         yield "return a + b\n"
 
     async def chat(self, request, usage=None):  # type: ignore[no-untyped-def]

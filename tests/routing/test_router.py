@@ -25,11 +25,13 @@ from lsp_server.backends.base import (
     Usage,
 )
 from lsp_server.backends.factory import remote_backend
+from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
+from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.inline_choice import InlineChooser
-from lsp_server.routing.router import HEDGE_BURST, Router
+from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 REQUEST = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n\nprint(add(1, 2))\n")
@@ -76,8 +78,9 @@ def served_by(router: Router, name: str) -> dict[str, Any]:
 # --- in-process stand-ins ----------------------------------------------------------------------
 
 
-class StandIn(Backend):
-    """A backend that answers after `delay(request)` seconds, or fails with `failure`."""
+class StandIn(LocalModel):
+    """A backend that answers after `delay(request)` seconds, or fails with `failure`; with
+    `is_local` it stands in for a local model that is always ready."""
 
     def __init__(
         self,
@@ -90,7 +93,6 @@ class StandIn(Backend):
     ) -> None:
         self.name = name
         self.is_local = is_local
-        self.state = "ready"
         self.calls = calls
         self.delay = delay
         self.failure = failure
@@ -199,9 +201,9 @@ async def test_the_hedge_budget_bounds_hedges_to_the_configured_ratio() -> None:
         request = CompletionRequest(prefix=REQUEST.prefix, suffix=REQUEST.suffix)
         await router.inline(request)
     allowance = ratio * total + HEDGE_BURST
-    assert router.hedged_requests <= allowance + 1
-    assert router.hedged_requests >= ratio * total * 0.8
-    assert router.status()["hedged_requests"] == router.hedged_requests
+    assert router.budget.hedged_requests <= allowance + 1
+    assert router.budget.hedged_requests >= ratio * total * 0.8
+    assert router.status()["hedged_requests"] == router.budget.hedged_requests
     await router.aclose()
 
 
@@ -341,7 +343,7 @@ async def test_a_hung_endpoint_is_hedged_and_the_hung_request_cancelled() -> Non
         assert routed.text == TEXT and routed.endpoint == "spare"
         assert routed.reason in ("hedge-win", "explore")  # explore: it rode along from the start
         assert elapsed < 4.0  # the hedge answered, not the deadline
-        assert router.hedged_requests == 1
+        assert router.budget.hedged_requests == 1
         assert len(spare.requests) == 1
         assert await hung.wait_for_async(lambda s: s.disconnects >= 1)
         decision = router.decisions.recent()[-1]

@@ -18,8 +18,9 @@ import redis.asyncio
 
 from lsp_server.backends.base import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
+from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.redis_link import CHANNEL, TIMEOUT_S, RedisLink, display_url
-from lsp_server.routing.router import HEDGE_BURST, Router
+from lsp_server.routing.router import Router
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.shared_wire import (
     MAX_ITEMS,

@@ -204,6 +204,10 @@ const REASONS: Readonly<Record<string, string>> = {
   "local-only": "local model, no remote endpoint configured",
   "local-loading": "local model still loading",
   "no-endpoint": "no endpoint available",
+  deadline: "nothing answered within the deadline",
+  configured: "the configured endpoint",
+  "inline-fallback": "an inline endpoint's chat (no refactor endpoint)",
+  failed: "every endpoint asked failed",
 };
 
 function reasonText(reason: string): string {

@@ -1,0 +1,56 @@
+"""What the router may ask of the model inside the server, beyond what every backend does.
+
+The local model loads in the background, may fail to load, and can read a document ahead of a
+keystroke (prefill). These abilities are declared here so that routing asks for them by name;
+the defaults describe a model that is always ready and has nothing to prefill.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from lsp_server.backends.base import Backend, CompletionRequest
+
+
+class LocalState(StrEnum):
+    UNLOADED = "unloaded"  # enabled, not asked to load yet
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"  # `load_error` says why
+    DISABLED = "disabled"  # `[local] enabled = false`
+
+
+class LocalModel(Backend):
+    """A backend that runs on this machine: the answer for offline and sensitive work."""
+
+    name = "local"
+    is_local = True
+
+    @property
+    def state(self) -> LocalState:
+        return LocalState.READY
+
+    @property
+    def load_error(self) -> str | None:
+        return None
+
+    @property
+    def model_path(self) -> Path | None:
+        """The model file in use, once loading has resolved it."""
+        return None
+
+    @property
+    def fim_supported(self) -> bool | None:
+        """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
+        return None
+
+    def start_loading(self) -> None:
+        """Begin loading in the background; does nothing if loading already began."""
+
+    async def ensure_loaded(self) -> None:
+        """Wait until the model is ready; raise `BackendError(UNAVAILABLE)` if it cannot be."""
+
+    def prefill(self, request: CompletionRequest) -> bool:
+        """Evaluate `request`'s prompt ahead of time if idle; True if that started."""
+        return False

@@ -1,0 +1,1 @@
+"""Chat requests from clients that bring their own conversation (the gateway's chat route)."""

@@ -1,0 +1,1 @@
+"""Context beyond the file: what the store gathers from document events, and how it ranks it."""

@@ -1,0 +1,1 @@
+"""The application core: one per process, behind every front door (LSP, gateway, CLI)."""

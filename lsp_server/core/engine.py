@@ -1,0 +1,82 @@
+"""The application core, built once per process from the configuration.
+
+It owns the router, the privacy guard, the completion cache, the context store (what the
+server has seen of the workspace, for prompts) and the services that use them. The
+front doors (the LSP server, the gateway app, `gateway-ls complete`) hold one `Engine` and only
+translate their wire format into its calls and back, so a capability added here reaches every
+door at once (`docs/architecture.md`, "Layers").
+"""
+
+from __future__ import annotations
+
+import random
+
+from lsp_server.backends.factory import ProgressCallback, local_backend_factory, remote_backend
+from lsp_server.chat.service import ChatService
+from lsp_server.config.model import Config
+from lsp_server.context.store import ContextStore
+from lsp_server.privacy.guard import PrivacyGuard
+from lsp_server.refactor.service import RefactorService
+from lsp_server.routing.endpoint_pool import LocalFactory, RemoteFactory
+from lsp_server.routing.router import Router
+from lsp_server.routing.stats_file import StatsFile
+from lsp_server.suggest.cache import CompletionCache
+from lsp_server.suggest.service import SuggestionService
+
+
+class Engine:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        on_model_progress: ProgressCallback | None = None,
+        stats_file: StatsFile | None = None,
+        remote_factory: RemoteFactory = remote_backend,
+        local_factory: LocalFactory | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        """`stats_file`: where latency estimates persist between runs (None: nowhere);
+        the factories make the backends and `rng` draws the router's explorations (tests and
+        benchmarks pass their own)."""
+        self.router = Router(
+            config,
+            remote_factory=remote_factory,
+            local_factory=local_factory or local_backend_factory(on_model_progress),
+            stats_file=stats_file,
+            rng=rng,
+        )
+        self.privacy = PrivacyGuard(lambda: self.router.config.routing)
+        self.cache = CompletionCache()
+        self.context = ContextStore(
+            self.privacy, enabled=lambda: self.router.config.routing.context
+        )
+        self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
+        self.refactors = RefactorService(self.router, self.privacy)
+        self.chats = ChatService(self.router, self.privacy)
+
+    @classmethod
+    def for_process(
+        cls, config: Config, *, on_model_progress: ProgressCallback | None = None
+    ) -> Engine:
+        """The engine of a running command: real backends, statistics kept in the user's
+        state dir between runs."""
+        return cls(config, on_model_progress=on_model_progress, stats_file=StatsFile())
+
+    @property
+    def config(self) -> Config:
+        return self.router.config
+
+    def reconfigure(self, config: Config) -> None:
+        """Apply a new configuration (a reloaded file, editor settings): the endpoints that
+        stay keep their statistics; the cache is kept, as its entries name their endpoint."""
+        self.router.reconfigure(config)
+        self.context.reconfigure()
+
+    def start_local_model(self) -> None:
+        """Start loading the local model if it is enabled (an editor connected: offline and
+        sensitive work may come with the first keystroke)."""
+        self.router.start_local_model()
+
+    async def aclose(self) -> None:
+        await self.context.aclose()
+        await self.router.aclose()

@@ -1,0 +1,108 @@
+"""Who can answer a request: the one place that decides between the remotes and the local model.
+
+Routing rules 1, 3 and 4 of `docs/architecture.md`: a request that must stay on this machine
+(sensitive, or inline while offline) has the local model alone; otherwise the remote endpoints
+of its role serve it, chat falling back to the inline endpoints when no `refactor` endpoint is
+configured, and the local model after them. The router ranks what this returns; the front doors
+ask it why nothing can serve a request before trying (a 503 at the gateway, the model loaded
+first by `gateway-ls complete`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from lsp_server.backends.local_model import LocalState
+from lsp_server.config.model import Role
+from lsp_server.reasons import Reason
+from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
+
+
+class Unserved(StrEnum):
+    """Why no request of a kind can be served right now, as the gateway's error codes."""
+
+    NO_ENDPOINT = "no_endpoint_available"
+    LOCAL_LOADING = "local_model_loading"  # worth retrying shortly
+
+
+@dataclass(frozen=True, slots=True)
+class Unavailable:
+    code: Unserved
+    message: str
+
+
+class NothingCanServe(Exception):
+    """Raised before asking anyone: nothing could serve this request now."""
+
+    def __init__(self, unavailable: Unavailable) -> None:
+        super().__init__(unavailable.message)
+        self.unavailable = unavailable
+
+
+@dataclass(frozen=True, slots=True)
+class Answerers:
+    """The endpoints that may serve one request, before ranking."""
+
+    remotes: tuple[Endpoint, ...]
+    local: Endpoint | None
+    local_state: LocalState | None  # None: the local model is disabled
+    local_error: str | None  # why it failed to load, when it did
+    # Why only the local model may answer (the request is sensitive, or inline while offline).
+    stay_local: Reason | None
+    # The remotes are the inline endpoints standing in for absent `refactor` ones.
+    inline_fallback: bool = False
+
+    @property
+    def local_must_answer(self) -> bool:
+        """Nothing but the local model can answer: load it first, prefill it, wait for it."""
+        return self.stay_local is not None or not self.remotes
+
+    def unavailable(self, role: Role) -> Unavailable | None:
+        """Why nothing could serve this request without trying, or None if something may."""
+        if self.stay_local is Reason.OFFLINE:
+            why = "this machine is offline"
+        elif self.stay_local is not None:
+            why = "this request must stay on this machine"
+        elif self.remotes:
+            return None
+        else:
+            why = f"no endpoint has the role {role!r}"
+        if self.local_state is None or self.local_state is LocalState.DISABLED:
+            return Unavailable(
+                Unserved.NO_ENDPOINT,
+                f"{why} and the local model is disabled ([local] enabled = false)",
+            )
+        if self.local_state is LocalState.FAILED:
+            return Unavailable(
+                Unserved.NO_ENDPOINT,
+                f"{why} and the local model failed to load: {self.local_error or 'unknown error'}",
+            )
+        if role == "inline" and self.local_state is not LocalState.READY:
+            return Unavailable(
+                Unserved.LOCAL_LOADING, f"{why} and the local model is still loading; retry shortly"
+            )
+        return None
+
+
+def who_answers(
+    pool: EndpointPool, role: Role, *, stay_local: Reason | None, offline: bool
+) -> Answerers:
+    """The endpoints that may serve a request of `role`.
+
+    `stay_local` is the privacy verdict (None: the request may leave the machine); `offline`
+    is whether inline traffic is held on this machine now (detected, or `offline = "always"`).
+    """
+    model = pool.local_model
+    state = model.state if model is not None else None
+    error = model.load_error if model is not None else None
+    if stay_local is None and offline and role == "inline":
+        stay_local = Reason.OFFLINE
+    if stay_local is not None:
+        return Answerers((), pool.local, state, error, stay_local)
+    remotes = tuple(e for e in pool.remotes.values() if role in e.roles)
+    inline_fallback = False
+    if not remotes and role == "refactor":
+        remotes = tuple(e for e in pool.remotes.values() if "inline" in e.roles)
+        inline_fallback = bool(remotes)
+    return Answerers(remotes, pool.local, state, error, None, inline_fallback)
