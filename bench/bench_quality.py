@@ -54,7 +54,7 @@ from lsp_server.backends.model_presets import DEFAULT_PRESET
 from lsp_server.config.model import LocalConfig, RoutingConfig
 from tests.support.busy_machine import one_core_busy
 
-DEFAULT_SIZE = {"lines": 24, "spans": 8, "cross_file": 24}
+DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
 FULL_SIZE = {"lines": 120, "spans": 40, "cross_file": 100}
 BOOTSTRAP_ROUNDS = 2000
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
@@ -159,7 +159,9 @@ async def run_condition(
         client.initialized(types.InitializedParams())
         await _wait_until_loaded(client, workspace)
         for index, task in enumerate(tasks):
-            outcomes.append(await _ask(client, task, root, workspace / f"t{index}", condition))
+            folder = workspace / f"t{index}"
+            outcome = await _ask(client, task, root, folder, condition, args.window_chars)
+            outcomes.append(outcome)
             if args.verbose:
                 o = outcomes[-1]
                 print(
@@ -189,10 +191,15 @@ async def _wait_until_loaded(client: LanguageClient, workspace: Path) -> None:
 
 
 async def _ask(
-    client: LanguageClient, task: Task, root: Path, folder: Path, condition: Condition
+    client: LanguageClient,
+    task: Task,
+    root: Path,
+    folder: Path,
+    condition: Condition,
+    window_chars: int,
 ) -> Outcome:
     source = (root / task.relpath).read_text(encoding="utf-8", errors="replace")
-    text, _ = masked_text(source, task)
+    text, cursor_line = masked_text(source, task, window_chars)
     target_path = folder / task.relpath
     target_path.parent.mkdir(parents=True, exist_ok=True)
     target_path.write_text(text, encoding="utf-8")
@@ -207,7 +214,7 @@ async def _ask(
             opened.append(tab_path)
     _open(client, target_path, text)
     opened.append(target_path)
-    position = types.Position(line=task.line, character=_utf16_len(task.indent))
+    position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
 
     start = time.perf_counter()
     answer = await _inline(client, target_path, position)
@@ -390,6 +397,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--answer-deadline-ms", type=int, default=60_000)
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N tasks")
+    parser.add_argument(
+        "--window-chars",
+        type=int,
+        default=0,
+        help="keep only this much of the file before the cursor (a third of it after)",
+    )
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
     return parser.parse_args(argv)
@@ -406,6 +419,7 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
     print(
         f"Python {sys.version.split()[0]} standard library ({stdlib_root()}), seed {args.seed}, "
         f"{len(tasks)} tasks {kinds}; n_threads {args.threads}; "
+        f"window {args.window_chars or 'whole file'} chars; "
         f"{'one core busy' if not args.no_busy else 'no extra load'}; "
         f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )

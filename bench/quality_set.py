@@ -50,13 +50,28 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def masked_text(source: str, task: Task) -> tuple[str, int]:
-    """The document with the task's code removed, and the cursor offset (after the indent)."""
+def masked_text(source: str, task: Task, window_chars: int = 0) -> tuple[str, int]:
+    """The document with the task's code removed, and the 0-based line of the cursor (which
+    stands after the indentation). With `window_chars`, only whole lines within that many
+    characters before the cursor, and a third of it after, are kept."""
     lines = source.splitlines(keepends=True)
-    before = "".join(lines[: task.line])
-    after = "".join(lines[task.line + task.lines :])
-    text = before + task.indent + "\n" + after
-    return text, len(before) + len(task.indent)
+    before = lines[: task.line]
+    after = lines[task.line + task.lines :]
+    if window_chars:
+        before = _tail_within(before, window_chars)
+        after = _tail_within(after[::-1], window_chars // 3)[::-1]
+    return "".join(before) + task.indent + "\n" + "".join(after), len(before)
+
+
+def _tail_within(lines: list[str], chars: int) -> list[str]:
+    kept: list[str] = []
+    total = 0
+    for line in reversed(lines):
+        total += len(line)
+        if total > chars:
+            break
+        kept.append(line)
+    return kept[::-1]
 
 
 def draw_tasks(seed: int, *, lines: int, spans: int, cross_file: int) -> list[Task]:
