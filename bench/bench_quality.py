@@ -134,8 +134,14 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
 
 
 async def run_condition(
-    condition: Condition, tasks: Sequence[Task], args: argparse.Namespace, workdir: Path
-) -> list[Outcome]:
+    condition: Condition,
+    tasks: Sequence[Task],
+    args: argparse.Namespace,
+    workdir: Path,
+    outcomes: list[Outcome],
+    after_each: Callable[[], None],
+) -> None:
+    """Ask every task under `condition`, appending to `outcomes` as answers come."""
     root = stdlib_root()
     home = workdir / condition.label.replace(" ", "_")
     workspace = home / "ws"
@@ -151,7 +157,6 @@ async def run_condition(
     await client.start_io(
         sys.executable, "-m", "lsp_server", "serve", "--config", str(config), env=env
     )
-    outcomes: list[Outcome] = []
     try:
         await client.initialize_async(
             types.InitializeParams(capabilities=capabilities(), root_uri=workspace.as_uri())
@@ -162,6 +167,7 @@ async def run_condition(
             folder = workspace / f"t{index}"
             outcome = await _ask(client, task, root, folder, condition, args.window_chars)
             outcomes.append(outcome)
+            after_each()
             if args.verbose:
                 o = outcomes[-1]
                 print(
@@ -174,7 +180,6 @@ async def run_condition(
         await client.shutdown_async(None)
         client.exit(None)
         await client.stop()
-    return outcomes
 
 
 async def _wait_until_loaded(client: LanguageClient, workspace: Path) -> None:
@@ -360,9 +365,11 @@ def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> Non
     print(header)
     print("-" * len(header))
     for a, b in pairs:
+        by_key = {o.task.key: o for o in results[b]}
         for subset, keep in SUBSETS.items():
-            left = [o for o in results[a] if keep(o.task)]
-            right = [o for o in results[b] if keep(o.task)]
+            # Paired on the tasks both conditions answered (all of them, unless a run stopped).
+            left = [o for o in results[a] if keep(o.task) and o.task.key in by_key]
+            right = [by_key[o.task.key] for o in left]
             if not left:
                 continue
             exact = paired_bootstrap([o.exact for o in left], [o.exact for o in right], seed)
@@ -405,6 +412,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="ask nothing: score and compare the outcomes that --json runs saved",
+    )
     return parser.parse_args(argv)
 
 
@@ -430,38 +444,69 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-quality-")))
         for condition in conditions:
             started = time.perf_counter()
-            results[condition] = await run_condition(condition, tasks, args, workdir)
+            results[condition] = []
+            await run_condition(
+                condition, tasks, args, workdir, results[condition], lambda: save(args, results)
+            )
             print(f"  {condition.label}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print(f"load average after {os.getloadavg()[0]:.2f}; warm<=dl: within {SHIPPED_DEADLINE_MS} ms")
     print()
     print_scores(results)
     print_comparisons(results, args.seed)
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    c.label: [
-                        {
-                            "task": o.task.key,
-                            "target": o.task.target,
-                            "answer": o.answer,
-                            "exact": o.exact,
-                            "similarity": o.similarity,
-                            "cold_ms": o.cold_ms,
-                            "warm_ms": o.warm_ms,
-                        }
-                        for o in outcomes
-                    ]
-                    for c, outcomes in results.items()
-                },
-                indent=1,
-            )
-        )
     return results
 
 
+def load(paths: Sequence[Path]) -> dict[Condition, list[Outcome]]:
+    """Outcomes saved by `--json` runs, to be scored and compared together."""
+    results: dict[Condition, list[Outcome]] = {}
+    for path in paths:
+        for label, rows in json.loads(path.read_text()).items():
+            model, _, context = label.rpartition(" ctx-")
+            outcomes = results.setdefault(Condition(model, context == "on"), [])
+            for row in rows:
+                kind, relpath, line = row["task"].rsplit(":", 2)
+                target = row["target"]
+                task = Task(kind, relpath, int(line) - 1, target, "", target.count("\n") + 1, ())
+                outcomes.append(Outcome(task, row["answer"], row["cold_ms"], row["warm_ms"]))
+    return results
+
+
+def save(args: argparse.Namespace, results: dict[Condition, list[Outcome]]) -> None:
+    """Every outcome so far, as JSON (with `--json`): a long run stopped early keeps them."""
+    if not args.json:
+        return
+    args.json.write_text(
+        json.dumps(
+            {
+                c.label: [
+                    {
+                        "task": o.task.key,
+                        "kind": o.task.kind,
+                        "target": o.task.target,
+                        "answer": o.answer,
+                        "exact": o.exact,
+                        "similarity": o.similarity,
+                        "identifiers": o.identifiers,
+                        "cold_ms": o.cold_ms,
+                        "warm_ms": o.warm_ms,
+                    }
+                    for o in outcomes
+                ]
+                for c, outcomes in results.items()
+            },
+            indent=1,
+        )
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    asyncio.run(main_async(parse_args(argv)))
+    args = parse_args(argv)
+    if args.report:
+        results = load(args.report)
+        print_scores(results)
+        print_comparisons(results, args.seed)
+        return
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

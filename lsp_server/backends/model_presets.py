@@ -15,7 +15,11 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class HubFile:
-    """One file of a Hugging Face model repository at a fixed revision."""
+    """One file of a Hugging Face model repository at a fixed revision.
+
+    The Qwen presets name the branch `main`; the bytes are pinned all the same by the preset's
+    SHA-256, so a branch that moved makes a pull fail verification, never load other weights.
+    """
 
     repo: str
     filename: str
