@@ -426,6 +426,8 @@ class LocalBackend(LocalModel):
         if len(context) > budget // 2:
             context = []  # a context this large would crowd out the file itself
         budget -= len(context)
+        if self._config.window_tokens:
+            budget = min(budget, self._config.window_tokens)
         prefix = _plain_tokens(llm, request.prefix)
         if self._fim_tokens is None:
             return self._bos + context + _keep_tail(prefix, budget)

@@ -565,6 +565,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("local", "n_ctx"): _positive,
     ("local", "n_threads"): _not_negative,
     ("local", "max_tokens"): _positive,
+    ("local", "window_tokens"): _not_negative,
     ("local", "deadline_ms"): _positive,
     ("local", "context_tokens"): _context_tokens,
     ("gateway", "host"): _non_empty,

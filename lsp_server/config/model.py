@@ -91,6 +91,9 @@ class LocalConfig:
     # Tokens of context beyond the file in the local model's prompt: a CPU model reads every
     # one of them before its first token, so its budget is small.
     context_tokens: int = 256
+    # Tokens of the current file around the cursor (a quarter of them at most after it); 0: as
+    # many as n_ctx holds. Every one is read on a document's first suggestion.
+    window_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
