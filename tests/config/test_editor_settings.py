@@ -88,7 +88,7 @@ def test_each_refusal_is_reported_once() -> None:
     for _ in range(3):
         settings.with_overrides(HOSTILE, origin="workspace/didChangeConfiguration")
     settings.with_file(FILE)
-    assert sorted(told) == sorted(set(told)) and len(told) == 5
+    assert sorted(told) == sorted(set(told)) and len(told) == 7
 
 
 def test_privacy_may_only_get_stricter() -> None:
