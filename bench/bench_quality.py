@@ -15,8 +15,10 @@ cursor (cold: the document was just opened), then one typed character and anothe
 Scores, on the cold answer: exact match of the masked line(s), whitespace-trimmed; edit
 similarity (CrossCodeEval's: rapidfuzz's normalized Indel ratio); identifier match (the same
 identifiers in the same order); empty answers. Latency: cold and warm, as the client sees it,
-and the share of warm keystrokes inside `local.deadline_ms`. Each pair of conditions is compared
-on the same tasks, with a paired bootstrap 95 % confidence interval of the difference.
+and the share of warm keystrokes inside `local.deadline_ms`; "asked" are the warm keystrokes
+that did not type into the cold answer (so the model was asked again, not the server's cache).
+Each pair of conditions is compared on the same tasks, with a paired bootstrap 95 % confidence
+interval of the difference.
 
 The answer is given time (`--answer-deadline-ms`, default 60 s) so that quality is the model's
 own; latency is what decides whether it fits the keystroke budget. By default one core is kept
@@ -90,6 +92,12 @@ class Outcome:
     @property
     def empty(self) -> bool:
         return not self.answer.strip()
+
+    @property
+    def typed_into_answer(self) -> bool:
+        """The warm keystroke typed the cold answer's first character: the server may serve
+        the rest of that answer from its cache without asking the model."""
+        return self.answer.lstrip().startswith(self.task.target[0])
 
 
 def _first_lines(answer: str, count: int) -> str:
@@ -324,7 +332,7 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
     header = (
         f"{'condition':<30} {'subset':<11} {'n':>4} {'exact %':>8} {'edit sim':>8} "
         f"{'ident %':>8} {'empty %':>8} {'cold p50':>9} {'cold p90':>9} {'warm p50':>9} "
-        f"{'warm p90':>9} {'warm<=dl':>8}"
+        f"{'warm p90':>9} {'warm<=dl':>8} {'asked':>5} {'p50':>7} {'<=dl':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -335,6 +343,7 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
                 continue
             cold = [o.cold_ms for o in chosen]
             warm = [o.warm_ms for o in chosen]
+            asked = [o.warm_ms for o in chosen if not o.typed_into_answer]
             print(
                 f"{condition.label:<30} {subset:<11} {len(chosen):>4} "
                 f"{_rate([o.exact for o in chosen]):>8.1f} "
@@ -343,7 +352,9 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
                 f"{_rate([o.empty for o in chosen]):>8.1f} "
                 f"{_percentile(cold, 0.5):>9.0f} {_percentile(cold, 0.9):>9.0f} "
                 f"{_percentile(warm, 0.5):>9.0f} {_percentile(warm, 0.9):>9.0f} "
-                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in warm]):>8.1f}"
+                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in warm]):>8.1f} "
+                f"{len(asked):>5} {_percentile(asked, 0.5):>7.0f} "
+                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in asked]):>6.1f}"
             )
 
 
