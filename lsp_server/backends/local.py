@@ -192,7 +192,7 @@ class LocalBackend(LocalModel):
         import llama_cpp
 
         preset = None if self._config.model_path else preset_named(self._config.model)
-        llm = open_model(path, self._config, chat_format=preset and preset.chat_format)
+        llm = open_model(path, self._config, chat_format=preset.chat_format if preset else None)
         self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         self._bos = llm.tokenize(b"", add_bos=True)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
