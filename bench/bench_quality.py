@@ -57,7 +57,7 @@ from lsp_server.config.model import LocalConfig, RoutingConfig
 from tests.support.busy_machine import one_core_busy
 
 DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
-FULL_SIZE = {"lines": 120, "spans": 40, "cross_file": 100}
+FULL_SIZE = {"lines": 50, "spans": 20, "cross_file": 75}
 BOOTSTRAP_ROUNDS = 2000
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
 CONTEXT_KNOWN = "context" in {f.name for f in fields(RoutingConfig)}
