@@ -138,6 +138,8 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
         f'[local]\nmodel = "{condition.model}"\nn_threads = {args.threads}\n'
         f"deadline_ms = {args.answer_deadline_ms}\n"
     )
+    if args.window_tokens is not None:
+        local += f"window_tokens = {args.window_tokens}\n"
     return routing + local
 
 
@@ -421,6 +423,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=0,
         help="keep only this much of the file before the cursor (a third of it after)",
     )
+    parser.add_argument(
+        "--window-tokens",
+        type=int,
+        default=None,
+        help="[local] window_tokens for the server (default: the shipped value)",
+    )
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
     parser.add_argument(
@@ -444,7 +452,8 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
     print(
         f"Python {sys.version.split()[0]} standard library ({stdlib_root()}), seed {args.seed}, "
         f"{len(tasks)} tasks {kinds}; n_threads {args.threads}; "
-        f"window {args.window_chars or 'whole file'} chars; "
+        f"window {args.window_chars or 'whole file'} chars, "
+        f"window_tokens {'shipped' if args.window_tokens is None else args.window_tokens}; "
         f"{'one core busy' if not args.no_busy else 'no extra load'}; "
         f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
