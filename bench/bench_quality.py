@@ -362,8 +362,9 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
 
 def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> None:
     conditions = list(results)
+    # Context on is compared against off, whichever ran first.
     pairs = [
-        (a, b)
+        (b, a) if a.model == b.model and a.context else (a, b)
         for i, a in enumerate(conditions)
         for b in conditions[i + 1 :]
         if a.model == b.model or a.context == b.context
