@@ -101,7 +101,9 @@ class Gatherer:
         self, event: DocumentEvent, relative: str, line: int, lines: int, kind: int
     ) -> Chunk | None:
         start, text = lines_around(event.text, line, lines)
-        if not text.strip() or not self._shareable(event.uri, text, event.text):
+        if not text.strip() or len(text) > self.settings.max_chunk_chars:
+            return None
+        if not self._shareable(event.uri, text, event.text):
             return None
         return Chunk.of(event.uri, relative, start, text, kind)
 

@@ -13,6 +13,9 @@ class ContextSettings:
     edit_lines: int = 16  # lines around a recent edit
     recent_edits: int = 8  # recent edits kept
     max_file_bytes: int = 256 * 1024  # a larger file is neither read nor parsed
+    # A larger open document neither contributes context nor gets any (a log, a data dump).
+    max_document_chars: int = 1024 * 1024
+    max_chunk_chars: int = 8 * 1024  # a longer chunk (minified code) is left out
     max_import_files: int = 16  # files read for one document's imports
     max_definitions: int = 48  # definitions kept for one document
     max_documents: int = 64  # documents whose definitions and text are kept

@@ -101,7 +101,7 @@ class ContextStore:
     def completion_at(self, uri: str, text: str, language: str, window: tuple[int, int]) -> None:
         """A suggestion was asked with the prompt window on `text[window[0]:window[1]]`: the
         chunks just above and below the window join the ring, as llama.vim does."""
-        if not self.enabled:
+        if not self.enabled or len(text) > self.settings.max_document_chars:
             return
         first, after_last = _line_span(text, window)
         half = self.settings.chunk_lines // 2
@@ -129,7 +129,7 @@ class ContextStore:
         """The chunks for a prompt at `offset` in `uri`, best first, within `budget_tokens`.
         `window` is the prompt window's (start, end) offsets: chunks of this document that
         overlap it would repeat it, and are left out."""
-        if budget_tokens <= 0 or not self.enabled:
+        if budget_tokens <= 0 or len(text) > self.settings.max_document_chars or not self.enabled:
             return ()
         first_line, after_last = _line_span(text, window)
         before, after = self.settings.cursor_chars_before, self.settings.cursor_chars_after
@@ -226,7 +226,7 @@ class ContextStore:
         fresh_imports: bool = False,
         delay_s: float | None = None,
     ) -> None:
-        if not self.enabled:
+        if not self.enabled or len(text) > self.settings.max_document_chars:
             return
         real = self._real_path(uri)
         if real is None:

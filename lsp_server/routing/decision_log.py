@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lsp_server.config.model import Price
+from lsp_server.reasons import Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +16,7 @@ class Decision:
     time: str
     kind: str  # "inline" | "refactor"
     endpoint: str | None
-    reason: str  # fastest | hedge-win | fallback | sensitive | offline | breaker-open | explore | …
+    reason: Reason
     latency_ms: float
     tokens: int
     cost_usd: float

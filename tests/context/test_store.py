@@ -276,6 +276,17 @@ def test_files_over_the_size_cap_are_not_parsed(tmp_path: Path) -> None:
     assert "def huge_thing" not in ranked_for(store, main, text)
 
 
+def test_huge_documents_and_minified_lines_make_no_chunks(tmp_path: Path) -> None:
+    store = store_for(tmp_path)
+    huge = "shared_word = 1\n" * 80_000  # over a megabyte
+    store.opened((tmp_path / "dump.py").as_uri(), huge, "python")
+    minified = "var shared_word=1;" + "f(1);" * 3000
+    store.opened((tmp_path / "bundle.min.js").as_uri(), minified, "javascript")
+    store.gather_now()
+    assert len(store.ring) == 0
+    assert store.ranked((tmp_path / "dump.py").as_uri(), huge, (0, 10), 5, 1000) == ()
+
+
 def test_turned_off_it_gathers_and_gives_nothing(tmp_path: Path) -> None:
     root, main, text = workspace(tmp_path)
     store = store_for(root, context=False)
