@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -187,8 +188,10 @@ async def run_condition(
                     file=sys.stderr,
                 )
     finally:
-        await client.shutdown_async(None)
-        client.exit(None)
+        # A server that died (its error is what propagates) cannot be shut down politely.
+        with contextlib.suppress(RuntimeError):
+            await client.shutdown_async(None)
+            client.exit(None)
         await client.stop()
 
 
