@@ -30,9 +30,14 @@ def local_backend(bundled_model_path: Path) -> Iterator[LocalBackend]:
     One thread: test runs share few cores, and llama.cpp's spinning worker threads slow down
     tenfold when the machine has fewer free cores than threads.
     """
-    # max_tokens is raised so tests can ask for long generations (and cancel them).
+    # max_tokens is raised so tests can ask for long generations (and cancel them), and the
+    # window unbounded so they can give it long prompts.
     config = LocalConfig(
-        model_path=str(bundled_model_path), n_ctx=2048, n_threads=1, max_tokens=512
+        model_path=str(bundled_model_path),
+        n_ctx=2048,
+        n_threads=1,
+        max_tokens=512,
+        window_tokens=0,
     )
     backend = LocalBackend(config)
     asyncio.run(backend.ensure_loaded())

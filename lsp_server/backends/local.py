@@ -61,6 +61,7 @@ from lsp_server.backends.local_tools import (
     handler_tool_choice,
     template_is_chatml,
 )
+from lsp_server.backends.model_presets import preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
@@ -208,9 +209,9 @@ class LocalBackend(LocalModel):
     def _open_model(self, path: Path) -> Llama:
         import llama_cpp
 
-        bundled = not self._config.model_path
-        llm = open_model(path, self._config, chat_format="gemma" if bundled else None)
-        self._fold_system_prompt = bundled
+        preset = None if self._config.model_path else preset_named(self._config.model)
+        llm = open_model(path, self._config, chat_format=preset.chat_format if preset else None)
+        self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
         self._bos = llm.tokenize(b"", add_bos=True)
@@ -509,6 +510,8 @@ class LocalBackend(LocalModel):
         if len(context) > budget // 2:
             context = []  # a context this large would crowd out the file itself
         budget -= len(context)
+        if self._config.window_tokens:
+            budget = min(budget, self._config.window_tokens)
         prefix = _plain_tokens(llm, request.prefix)
         if self._fim_tokens is None:
             return self._bos + context + _keep_tail(prefix, budget)

@@ -134,6 +134,21 @@ def _parser() -> argparse.ArgumentParser:
         help="variable holding the gateway's bearer token (default: [gateway] token_env)",
     )
     stats.set_defaults(run=_run_stats)
+
+    model = commands.add_parser("model", parents=[common], help="local-model presets")
+    model_commands = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    pull = model_commands.add_parser(
+        "pull",
+        parents=[common],
+        help="fetch a preset (pinned revision, SHA-256 checked) into the user cache",
+    )
+    pull.add_argument("preset", metavar="PRESET", help="gemma-3-270m, qwen2.5-coder-0.5b, ...")
+    pull.add_argument(
+        "--offline",
+        action="store_true",
+        help="only from the cache (as HF_HUB_OFFLINE=1): verify what an earlier pull left",
+    )
+    pull.set_defaults(run=_run_model_pull)
     return parser
 
 
@@ -177,6 +192,12 @@ def _run_doctor(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.doctor import run_doctor
 
     return run_doctor(config, load_local=not args.no_local)
+
+
+def _run_model_pull(args: argparse.Namespace, config: Config) -> int:
+    from lsp_server.cli.model import pull_model
+
+    return pull_model(args.preset, offline=args.offline)
 
 
 def _run_stats(args: argparse.Namespace, config: Config) -> int:

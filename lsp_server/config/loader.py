@@ -32,6 +32,7 @@ import platformdirs
 
 from lsp_server.config.model import (
     CHAT_MAX_TOKENS,
+    LOCAL_MODEL_PRESETS,
     Config,
     EndpointConfig,
     GatewayConfig,
@@ -270,9 +271,13 @@ def _build_config(document: Mapping[str, Any]) -> Config:
             f"must be less than routing.inline_deadline_ms ({routing.inline_deadline_ms}); "
             "to turn hedging off set routing.max_hedge_ratio = 0",
         )
-    return Config(
-        routing=routing, local=sections["local"], endpoints=built, gateway=sections["gateway"]
-    )
+    local: LocalConfig = sections["local"]
+    if local.model and local.model_path:
+        raise _Invalid(
+            ("local", "model"),
+            "set either local.model (a preset) or local.model_path (a .gguf file), not both",
+        )
+    return Config(routing=routing, local=local, endpoints=built, gateway=sections["gateway"])
 
 
 def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
@@ -455,6 +460,13 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+def _local_model_preset(value: str) -> str | None:
+    if not value or value in LOCAL_MODEL_PRESETS:
+        return None
+    known = ", ".join(f'"{name}"' for name in LOCAL_MODEL_PRESETS)
+    return f"unknown local model preset {_describe(value)}; known: {known}"
+
+
 def _positive(value: int | float) -> str | None:
     return None if value > 0 else f"must be greater than 0, got {value}"
 
@@ -549,9 +561,11 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("routing", "refactor_deadline_ms"): _positive,
     ("routing", "max_hedge_ratio"): _ratio,
     ("routing", "sensitive_globs"): _non_empty_items,
+    ("local", "model"): _local_model_preset,
     ("local", "n_ctx"): _positive,
     ("local", "n_threads"): _not_negative,
     ("local", "max_tokens"): _positive,
+    ("local", "window_tokens"): _not_negative,
     ("local", "deadline_ms"): _positive,
     ("local", "context_tokens"): _context_tokens,
     ("gateway", "host"): _non_empty,

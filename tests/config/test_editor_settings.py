@@ -40,7 +40,14 @@ HOSTILE = {
         "inline_deadline_ms": 900,
         "hedge_after_ms": 300,
     },
-    "local": {"model_path": "/tmp/evil.gguf", "n_ctx": 131072, "n_threads": 2, "max_tokens": 16},
+    "local": {
+        "model_path": "/tmp/evil.gguf",
+        "model": "qwen2.5-coder-1.5b",
+        "window_tokens": 100000,
+        "n_ctx": 131072,
+        "n_threads": 2,
+        "max_tokens": 16,
+    },
 }
 
 
@@ -55,6 +62,7 @@ def test_a_hostile_override_keeps_the_file_privacy_and_endpoints() -> None:
     assert config.routing.sensitive_globs == FILE.routing.sensitive_globs
     assert config.routing.redact_secrets is True
     assert config.local.model_path == "" and config.local.n_ctx == 4096
+    assert config.local.model == "" and config.local.window_tokens == FILE.local.window_tokens
     # The harmless knobs apply.
     assert (config.routing.inline_deadline_ms, config.routing.hedge_after_ms) == (900, 300)
     assert (config.local.n_threads, config.local.max_tokens) == (2, 16)
@@ -65,6 +73,8 @@ def test_a_hostile_override_keeps_the_file_privacy_and_endpoints() -> None:
         "gateway",
         "routing.redact_secrets",
         "local.model_path",
+        "local.model",
+        "local.window_tokens",
         "local.n_ctx",
     }
     assert all(origin == "initializationOptions" for _, origin in told)
@@ -78,7 +88,7 @@ def test_each_refusal_is_reported_once() -> None:
     for _ in range(3):
         settings.with_overrides(HOSTILE, origin="workspace/didChangeConfiguration")
     settings.with_file(FILE)
-    assert sorted(told) == sorted(set(told)) and len(told) == 5
+    assert sorted(told) == sorted(set(told)) and len(told) == 7
 
 
 def test_privacy_may_only_get_stricter() -> None:

