@@ -121,8 +121,12 @@ async def test_a_sensitive_chat_has_only_the_local_model_or_nothing(
             assert "must stay on this machine" in str(refused.value)
 
 
-async def _warm_and_slow_down(router: Router, primary: FakeLLMServer) -> None:
-    """Give the primary a record of fast first tokens, then make it slow to start."""
+async def _warm_and_slow_down(
+    router: Router, primary: FakeLLMServer, backup: FakeLLMServer
+) -> None:
+    """Give the primary a record of fast first tokens, then make it slow to start. The backup
+    is slow meanwhile, so that on a loaded machine no warm-up request ranks it first."""
+    backup.behaviour = Behaviour(text="from b", latency_s=0.5)
     for _ in range(WARM_UP_REQUESTS):
         request = ChatRequest(HELLO)
         routed = await router.chats.run(
@@ -130,6 +134,7 @@ async def _warm_and_slow_down(router: Router, primary: FakeLLMServer) -> None:
         )
         assert routed.endpoint == "a"
     primary.behaviour = Behaviour(text="from a", latency_s=1.5)
+    backup.behaviour = Behaviour(text="from b")
 
 
 @pytest.mark.parametrize(
@@ -150,7 +155,7 @@ async def test_a_chat_that_may_call_a_tool_is_not_hedged_unless_configured(
         hedge_tool_calls=hedge_tool_calls,
     )
     async with router_for(cfg) as router:
-        await _warm_and_slow_down(router, a)
+        await _warm_and_slow_down(router, a, b)
         b.reset()
         request = ChatRequest(HELLO, tools=tools)
         plan = router.chats.plan("auto", request, local_only=None)
