@@ -179,7 +179,7 @@ class Responses:
                 for event in ending:
                     yield sse_event(event)
             finally:
-                feed.work.cancel()
+                feed.stop()
 
         return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
 
