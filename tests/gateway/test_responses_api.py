@@ -48,6 +48,14 @@ def limited() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture(scope="module")
+def talker() -> Iterator[FakeLLMServer]:
+    """An upstream that talks slowly: a long answer in small, spaced pieces."""
+    behaviour = Behaviour(text="word " * 400, chunk_chars=5, chunk_delay_s=0.05)
+    with FakeLLMServer(behaviour, name="talker") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def claude() -> Iterator[FakeLLMServer]:
     """An Anthropic Messages API upstream that calls `get_weather`, then answers in words."""
     with FakeLLMServer(weather_agent(), name="claude", api_key=ANTHROPIC_KEY) as server:
@@ -60,6 +68,7 @@ def gateway(
     model: ScriptedAgentServer,
     limited: FakeLLMServer,
     claude: FakeLLMServer,
+    talker: FakeLLMServer,
 ) -> Iterator[Gateway]:
     config = (
         "[routing]\nrefactor_deadline_ms = 30000\n"
@@ -74,6 +83,7 @@ def gateway(
             extra='responses_path = "/responses"',
         )
     )
+    config += endpoint_toml("talker", talker.base_url, fim=False, roles='["refactor"]')
     config += (
         f'[[endpoints]]\nname = "claude"\nkind = "anthropic"\nbase_url = "{claude.root_url}"\n'
         f'model = "claude-test"\napi_key_env = "{ANTHROPIC_KEY_ENV}"\nroles = ["refactor"]\n'
@@ -85,9 +95,9 @@ def gateway(
 
 @pytest.fixture(autouse=True)
 def fresh_records(
-    model: ScriptedAgentServer, limited: FakeLLMServer, claude: FakeLLMServer
+    model: ScriptedAgentServer, limited: FakeLLMServer, claude: FakeLLMServer, talker: FakeLLMServer
 ) -> None:
-    for server in (model, limited, claude):
+    for server in (model, limited, claude, talker):
         server.reset()
 
 
@@ -328,3 +338,15 @@ def test_an_anthropic_endpoint_serves_a_responses_tool_round_trip(
     assert {"tool_use", "tool_result"} <= {b["type"] for b in blocks}
     result = next(b for b in blocks if b["type"] == "tool_result")
     assert result["tool_use_id"] == call.call_id
+
+
+def test_a_client_that_leaves_mid_stream_stops_the_upstream(
+    gateway: Gateway, talker: FakeLLMServer
+) -> None:
+    body = {"model": "talker", "input": "talk", "stream": True}
+    with httpx.stream("POST", f"{gateway.base_url}/responses", json=body, timeout=30) as response:
+        for line in response.iter_lines():
+            if "response.output_text.delta" in line:
+                break  # leave, with the answer half said
+    assert talker.wait_for(lambda server: server.disconnects >= 1, timeout_s=15)
+    assert talker.completed_streams == 0
