@@ -257,7 +257,8 @@ class Responses:
         return _event_stream(stream(), headers)
 
     def _upstream(self, config: EndpointConfig) -> ResponsesUpstream:
-        """The endpoint's Responses client, made anew when its configuration changed."""
+        """The endpoint's Responses client, made anew (and the old one closed) when its
+        configuration changed; the clients live as long as the gateway's process."""
         known = self._upstreams.get(config.name)
         if known is not None and known[0] == config:
             return known[1]
@@ -268,11 +269,6 @@ class Responses:
         upstream = ResponsesUpstream(config)
         self._upstreams[config.name] = (config, upstream)
         return upstream
-
-    async def aclose(self) -> None:
-        for _, upstream in self._upstreams.values():
-            await upstream.aclose()
-        self._upstreams.clear()
 
 
 class _PassThrough:
