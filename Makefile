@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-python test-vscode check lint typecheck redis-server nvim emacs bench clean
+.PHONY: setup demo test test-python test-vscode check lint typecheck redis-server nvim emacs codex opencode bench clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,7 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint typecheck redis-server nvim emacs
+test-python: setup lint typecheck redis-server nvim emacs codex opencode
 	$(BIN)/pytest
 
 # The inner loop: lint, types, and the tests that need no model, no real editor and are not
@@ -69,6 +69,28 @@ emacs:
 		$(EMACS_HAS_EGLOT) >/dev/null 2>&1 || apt_install elpa-eglot || exit 1; \
 	fi
 
+# Codex CLI and opencode for the agent-client test (tests/clients/test_agent_clients.py), into
+# .tools/: their npm packages carry their native binaries. Installed when missing or at another
+# version.
+CODEX_VERSION := 0.171.0
+OPENCODE_VERSION := 1.18.33
+npm_tool = \
+	if ! .tools/$(1)/node_modules/.bin/$(1) --version 2>/dev/null | grep -q "$(3)$$"; then \
+		if command -v npm >/dev/null 2>&1; then \
+			echo "installing $(2)@$(3) (npm) into .tools/$(1)" >&2; \
+			mkdir -p .tools/$(1) && npm install --prefix .tools/$(1) --no-audit --no-fund --no-save \
+				$(2)@$(3) >&2; \
+		else \
+			echo "npm not found: the $(1) test is skipped" >&2; \
+		fi; \
+	fi
+
+codex:
+	@$(call npm_tool,codex,@openai/codex,$(CODEX_VERSION))
+
+opencode:
+	@$(call npm_tool,opencode,opencode-ai,$(OPENCODE_VERSION))
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -89,7 +111,7 @@ test-vscode:
 	fi
 
 bench: setup redis-server
-	for name in bench_lsp_overhead bench_routing bench_gateway bench_local bench_privacy bench_shared_state bench_quality; do \
+	for name in bench_lsp_overhead bench_routing bench_gateway bench_agent_turn bench_local bench_privacy bench_shared_state bench_quality; do \
 		$(BIN)/python -m bench.$$name || exit 1; \
 	done
 	$(BIN)/python -m bench.reliability_report

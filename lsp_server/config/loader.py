@@ -584,6 +584,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "roles"): _roles,
     ("endpoints", "fim_path"): _url_path,
     ("endpoints", "chat_path"): _url_path,
+    ("endpoints", "responses_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
     ("endpoints", "chat_max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,

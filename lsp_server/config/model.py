@@ -139,6 +139,9 @@ class EndpointConfig:
     # Paths under base_url; empty: the kind's documented path (config/providers.py).
     fim_path: str = ""
     chat_path: str = ""
+    # The upstream speaks the Responses API at this path: the gateway's `/v1/responses` passes
+    # requests for this endpoint through instead of bridging them onto chat completions.
+    responses_path: str = ""
     max_tokens: int = 64  # inline suggestions and refactor answers
     context_tokens: int = 1024  # context beyond the file in this endpoint's inline prompts
     # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).

@@ -7,7 +7,8 @@ and chat services, which make every routing, privacy and cleaning decision) and 
 endpoint under the keystroke deadline, with fill-in-the-middle from `prompt` + `suffix` or from
 FIM markers inside `prompt` (Zed's edit predictions); a `model` that names a configured endpoint
 pins the request to it. `POST /v1/chat/completions` (`chat_completions`) is agents' traffic,
-routed by task class (`auto`, `fast`, `reasoning`, `local`) or endpoint name, tools and all.
+routed by task class (`auto`, `fast`, `reasoning`, `local`) or endpoint name, tools and all;
+`POST /v1/responses` (`responses`) is the same traffic in the Responses API's words.
 
 Privacy as in the LSP: `X-Gateway-LS-Sensitive: 1` or a prompt the privacy rules flag (secrets,
 or a sensitive `X-Gateway-LS-Path`) keeps the request on the local model. When that cannot serve
@@ -68,6 +69,7 @@ from lsp_server.gateway.plumbing import (
     on_unexpected,
     read_body,
 )
+from lsp_server.gateway.responses import Responses
 from lsp_server.routing.answerers import Unavailable, Unserved
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
@@ -96,6 +98,7 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
                 ChatCompletions(engine.chats, _origin).handle,
                 methods=["POST"],
             ),
+            Route("/v1/responses", Responses(engine.chats, _origin).handle, methods=["POST"]),
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],

@@ -1,0 +1,387 @@
+"""`POST /v1/responses`: the Responses API (Codex CLI, the OpenAI Agents SDK) on the chat path.
+
+A request is translated into a chat completion (`responses_wire`), judged, planned and asked
+exactly as `/v1/chat/completions` asks it: the same task classes, privacy verdict, breakers,
+statistics and decision log. The chat's text and tool-call pieces come back as Responses
+events, or as one response object when not streamed.
+
+When the endpoint the plan would ask first speaks the Responses API itself (`responses_path`
+in its configuration), the request goes to it as sent, with the endpoint's model, and its
+events come back as they are. That endpoint alone is asked; its successes and failures count
+in its statistics and breaker as a chat's do. A request that must stay on this machine never
+goes there: the plan then holds the local model alone.
+
+Failures: what the gateway refuses (a body it cannot carry, an unknown model, nothing allowed
+to serve) is an HTTP error. An upstream failure is an HTTP error when not streamed, and a
+`response.failed` event when streamed, with the code clients act on (`rate_limit_exceeded`,
+`context_length_exceeded`, `server_error`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from lsp_server.backends.base import BackendError, ChatRequest, FailureKind, ToolCallDelta
+from lsp_server.backends.responses_upstream import ResponsesUpstream
+from lsp_server.chat.service import ChatService
+from lsp_server.config.model import EndpointConfig
+from lsp_server.gateway.chat_completions import (
+    CHAT_FAILURES,
+    ENDPOINT_HEADER,
+    REASON_HEADER,
+    USAGE_HEADER,
+    ChatEventFeed,
+    OriginOf,
+    chat_error,
+    chat_request,
+    routing_headers,
+    usage_of,
+)
+from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
+from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.gateway.responses_wire import (
+    FAILURE_STATUS,
+    ResponsesRequest,
+    ResponseStream,
+    failure_code,
+    parse_responses_body,
+    sse_event,
+)
+from lsp_server.reasons import Reason
+from lsp_server.routing.chat_route import ChatFailed, ChatRouted, EventSink
+from lsp_server.routing.decision_log import Decision, now_iso
+from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.router import Router
+
+# Fields of a Responses request that hold what a person or a tool wrote, beyond the
+# conversation itself: scanned too, as a pass-through sends them upstream as they are.
+_CONVERSATION_FIELDS = frozenset({"input", "instructions"})
+
+
+class Responses:
+    """The `/v1/responses` route over the core's chat service."""
+
+    def __init__(self, chats: ChatService, origin_of: OriginOf) -> None:
+        self.chats = chats
+        self.router = chats.router
+        self.origin_of = origin_of
+        self._upstreams: dict[str, tuple[EndpointConfig, ResponsesUpstream]] = {}
+        self._closing: set[asyncio.Future[None]] = set()
+
+    async def handle(self, request: Request) -> Response:
+        payload = parse_json_object(await read_body(request))
+        translated = parse_responses_body(payload)
+        body = parse_chat_body(translated.chat)
+        chat = chat_request(body)
+        origin = self.origin_of(request)
+        # The chat service judges the conversation; what else the client sent (tool
+        # descriptions, metadata, hosted-tool settings) is judged here.
+        others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
+        sensitive = origin.sensitive or (
+            self.chats.privacy.text_reason(origin.uri, "\n".join(others)) is not None
+        )
+        native = self._native_endpoint(body.model, chat, origin.uri, sensitive)
+        if native is not None:
+            endpoint, reason = native
+            return await self._pass_through(
+                request, payload, translated, endpoint, reason, origin.uri
+            )
+        failures: list[ChatFailed] = []
+
+        async def run(
+            on_event: EventSink | None = None, on_attempt: Callable[[str], None] | None = None
+        ) -> ChatRouted:
+            try:
+                return await self.chats.chat(
+                    chat,
+                    model=body.model,
+                    uri=origin.uri,
+                    sensitive=sensitive,
+                    on_event=on_event,
+                    on_attempt=on_attempt,
+                )
+            except ChatFailed as failed:
+                failures.append(failed)  # the failure itself: its last status names the code
+                raise
+
+        if translated.stream:
+            return await self._stream(request, translated.echo, chat, run, failures)
+        try:
+            routed = await cancel_on_disconnect(request, run())
+        except ChatFailed as failed:
+            raise _failure_error(failed) from None
+        except CHAT_FAILURES as refused:
+            raise chat_error(refused) from None
+        answer = ResponseStream(translated.echo)
+        answer.model = routed.endpoint
+        if routed.text:
+            answer.text(routed.text)
+        for index, call in enumerate(routed.tool_calls):
+            answer.tool_call(index, call_id=call.id, name=call.name, arguments=call.arguments)
+        usage, counted = usage_of(routed, chat)
+        answer.complete(usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason)
+        return JSONResponse(
+            answer.response(), headers={**routing_headers(routed), USAGE_HEADER: counted}
+        )
+
+    async def _stream(
+        self,
+        request: Request,
+        echo: dict[str, Any],
+        chat: ChatRequest,
+        run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, ChatRouted]],
+        failures: list[ChatFailed],
+    ) -> Response:
+        """Stream the chat's pieces as Responses events. A chat that failed before its first
+        piece is a stream that says so (`response.failed`), as one that failed later is."""
+        try:
+            feed = await ChatEventFeed.start(request, run)
+        except GatewayError:
+            if not failures:
+                raise  # refused before anything was asked: the HTTP status says so
+            return _failed_stream(echo, "none", *_failure(failures[-1]))
+        answer = ResponseStream(echo)
+        answer.model = feed.serving
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                for event in answer.opening():
+                    yield sse_event(event)
+                async for piece in feed.events():
+                    if isinstance(piece, ToolCallDelta):
+                        out = answer.tool_call(
+                            piece.index,
+                            call_id=piece.id,
+                            name=piece.name,
+                            arguments=piece.arguments,
+                        )
+                    else:
+                        out = answer.text(piece)
+                    for event in out:
+                        yield sse_event(event)
+                try:
+                    routed = feed.work.result()
+                except ChatFailed as failed:
+                    for event in answer.fail(*_failure(failed)):
+                        yield sse_event(event)
+                    return
+                answer.model = routed.endpoint
+                usage, _ = usage_of(routed, chat)
+                ending = answer.complete(
+                    usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
+                )
+                for event in ending:
+                    yield sse_event(event)
+            finally:
+                feed.stop()
+
+        return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
+
+    # -- pass-through ------------------------------------------------------------------------
+
+    def _native_endpoint(
+        self, model: str, chat: ChatRequest, uri: str, sensitive: bool
+    ) -> tuple[Endpoint, Reason] | None:
+        """The endpoint to pass the request to as it is: the one the chat route would ask
+        first, when it speaks the Responses API itself and the request may leave."""
+        pool = self.router.pool.all()
+        if not any(e.config is not None and e.config.responses_path for e in pool):
+            return None
+        stay_local = self.chats.stay_local(chat, uri=uri, sensitive=sensitive)
+        if stay_local is not None:
+            return None
+        try:
+            plan = self.router.chats.plan(model, chat, local_only=None)
+        except CHAT_FAILURES as refused:
+            raise chat_error(refused) from None
+        first = plan.candidates[0]
+        if first.config is None or not first.config.responses_path:
+            return None
+        return first, plan.reason
+
+    async def _pass_through(
+        self,
+        request: Request,
+        payload: dict[str, Any],
+        translated: ResponsesRequest,
+        endpoint: Endpoint,
+        reason: Reason,
+        uri: str,
+    ) -> Response:
+        assert endpoint.config is not None
+        upstream = self._upstream(endpoint.config)
+        started = time.monotonic()
+        events = upstream.events(payload)
+        tally = _PassThrough(self.router, endpoint, reason, uri, started)
+        try:
+            first = await cancel_on_disconnect(request, anext(events, None))
+            if first is None:
+                raise BackendError(endpoint.name, FailureKind.PROTOCOL, "an empty answer")
+        except BackendError as error:
+            tally.failed(error)
+            code = failure_code(error.status, error.message)
+            if not translated.stream:
+                raise GatewayError(FAILURE_STATUS[code], str(error), code=code) from None
+            return _failed_stream(translated.echo, endpoint.name, code, str(error))
+        tally.first_event()
+        headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
+        if first.get("type") == "response":
+            tally.answered(first["response"])
+            return JSONResponse(first["response"], headers=headers)
+
+        async def stream() -> AsyncIterator[bytes]:
+            event: dict[str, Any] | None = first
+            try:
+                while event is not None:
+                    tally.events += 1
+                    yield sse_event(event)
+                    if event.get("type") in ("response.completed", "response.incomplete"):
+                        tally.answered(event.get("response"))
+                    event = await anext(events, None)
+            except BackendError as error:
+                tally.failed(error)
+                # The upstream's own events went before: only the end is the gateway's.
+                answer = ResponseStream(translated.echo)
+                answer.model = endpoint.name
+                ending = answer.fail(failure_code(error.status, error.message), str(error))
+                yield sse_event({**ending[-1], "sequence_number": tally.events})
+            finally:
+                await events.aclose()
+
+        return _event_stream(stream(), headers)
+
+    def _upstream(self, config: EndpointConfig) -> ResponsesUpstream:
+        """The endpoint's Responses client, made anew (and the old one closed) when its
+        configuration changed; the clients live as long as the gateway's process."""
+        known = self._upstreams.get(config.name)
+        if known is not None and known[0] == config:
+            return known[1]
+        if known is not None:
+            closing = asyncio.ensure_future(known[1].aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        upstream = ResponsesUpstream(config)
+        self._upstreams[config.name] = (config, upstream)
+        return upstream
+
+
+class _PassThrough:
+    """What a passed-through request did, told to the endpoint's statistics and breaker and
+    to the decision log, as a chat's attempt is."""
+
+    def __init__(
+        self, router: Router, endpoint: Endpoint, reason: Reason, uri: str, started: float
+    ) -> None:
+        self.router = router
+        self.endpoint = endpoint
+        self.reason = reason
+        self.uri = uri
+        self.started = started
+        self.events = 0
+        self._first_ms: float | None = None
+        self._settled = False
+
+    def first_event(self) -> None:
+        self._first_ms = (time.monotonic() - self.started) * 1000
+
+    def answered(self, response: Any) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        usage = response.get("usage") if isinstance(response, dict) else None
+        tokens = usage.get("output_tokens", 0) if isinstance(usage, dict) else 0
+        tokens = tokens if isinstance(tokens, int) and tokens >= 0 else 0
+        total_ms = (time.monotonic() - self.started) * 1000
+        self.endpoint.stats.record_success(
+            first_token_ms=self._first_ms, total_ms=total_ms, tokens=tokens, won=True
+        )
+        self.endpoint.breaker.record_success()
+        self._decide(self.endpoint.name, self.reason, tokens, None)
+
+    def failed(self, error: BackendError) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        self.endpoint.stats.record_failure()
+        self.endpoint.breaker.record_failure(error.retry_after_s)
+        self.endpoint.last_error = error.message
+        self._decide(
+            None, Reason.FAILED, 0, f"{error.endpoint}: {error.kind.value}: {error.message}"
+        )
+
+    def _decide(
+        self, endpoint: str | None, reason: Reason, tokens: int, detail: str | None
+    ) -> None:
+        latency_ms = round((time.monotonic() - self.started) * 1000, 2)
+        self.router.decisions.add(
+            Decision(
+                now_iso(),
+                "chat",
+                endpoint,
+                reason,
+                latency_ms,
+                tokens,
+                0.0,
+                self.uri,
+                False,
+                detail,
+            )
+        )
+
+
+def _failure(failed: ChatFailed) -> tuple[str, str]:
+    """The Responses code and message of a chat every endpoint failed."""
+    last = failed.errors[-1] if failed.errors else None
+    status = last.status if last is not None else None
+    message = str(failed)
+    if last is not None and last.retry_after_s is not None:
+        message += f" Please try again in {last.retry_after_s:g}s."
+    return failure_code(status, last.message if last is not None else message), message
+
+
+def _failure_error(failed: ChatFailed) -> GatewayError:
+    code, message = _failure(failed)
+    return GatewayError(FAILURE_STATUS[code], f"no endpoint answered: {message}", code=code)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, keys too."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            found.extend(str(key) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _failed_stream(echo: dict[str, Any], model: str, code: str, message: str) -> Response:
+    """A whole stream for a request that failed before anything was passed on."""
+    answer = ResponseStream(echo)
+    answer.model = model
+    events = [*answer.opening(), *answer.fail(code, message)]
+
+    async def failed() -> AsyncIterator[bytes]:
+        for event in events:
+            yield sse_event(event)
+
+    return _event_stream(failed(), {ENDPOINT_HEADER: model})
+
+
+def _event_stream(events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+    )
