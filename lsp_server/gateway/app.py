@@ -18,20 +18,17 @@ it (disabled or still loading) the answer is 503, never a silent remote call.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
@@ -45,6 +42,7 @@ from lsp_server.gateway.chat_completions import (
     Origin,
 )
 from lsp_server.gateway.client_tokens import ClientTokens
+from lsp_server.gateway.event_feed import EventFeed, event_stream
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
@@ -166,11 +164,12 @@ class _Gateway:
         """Send the suggestion as it comes, cleaned as it settles (the core holds back the
         tail that cleaning may still cut); chunks add up to the non-streamed answer. As in
         chat, a failure after text was sent ends the stream with an error event."""
-        feed = await _TextFeed.start(
+        feed: EventFeed[str, Suggestion] = await EventFeed.start(
             request,
             lambda on_text, on_attempt: self._complete(
                 completion, origin, pinned, on_text=on_text, on_attempt=on_attempt
             ),
+            serving=AUTO_MODEL,
         )
         if feed.first is None:
             answer = _completion_answer(feed.work.result(), completion)
@@ -181,13 +180,13 @@ class _Gateway:
                 for event in _completion_ending(answer, body.include_usage):
                     yield event
 
-            return _event_stream(settled(), answer.headers)
+            return event_stream(settled(), answer.headers)
         ids = ResponseIds.new("cmpl")
         model = feed.serving
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                async for piece in feed.pieces():
+                async for piece in feed.events():
                     yield sse_event(completion_chunk(ids, model, piece, None))
                 suggestion = feed.work.result()
                 try:
@@ -201,7 +200,7 @@ class _Gateway:
                 for event in _completion_ending(answer, body.include_usage):
                     yield event
             finally:
-                feed.work.cancel()
+                feed.stop()
 
         return feed.response(events(), {ENDPOINT_HEADER: model})
 
@@ -318,67 +317,6 @@ def _completion_ending(answer: _CompletionAnswer, include_usage: bool) -> list[b
     return [*events, SSE_DONE]
 
 
-_TextCallback = Callable[[str], None]
-T = TypeVar("T")
-
-
-class _TextFeed(Generic[T]):
-    """A routed call whose text streams out as it comes, for both generation routes.
-
-    The HTTP status waits for the first text or the end of the call; `serving` is then the
-    endpoint whose text streams. Text already sent cannot be taken back, so a failure after
-    it ends the stream with an error event instead of restarting on the next endpoint.
-    """
-
-    def __init__(self, work: asyncio.Task[T], queue: asyncio.Queue[str | None]) -> None:
-        self.work = work
-        self.first: str | None = None
-        self.serving = AUTO_MODEL
-        self._queue = queue
-
-    @classmethod
-    async def start(
-        cls,
-        request: Request,
-        call: Callable[[_TextCallback, _TextCallback], Coroutine[Any, Any, T]],
-    ) -> _TextFeed[T]:
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
-        serving = [AUTO_MODEL]
-
-        def asking(endpoint: str) -> None:
-            serving[0] = endpoint
-
-        work = asyncio.create_task(call(queue.put_nowait, asking))
-
-        def finished(task: asyncio.Task[T]) -> None:
-            queue.put_nowait(None)
-            if not task.cancelled():
-                task.exception()  # read here too, in case the client left before the stream
-
-        work.add_done_callback(finished)
-        feed = cls(work, queue)
-        try:
-            feed.first = await cancel_on_disconnect(request, queue.get())
-        except BaseException:
-            work.cancel()
-            raise
-        feed.serving = serving[0]
-        return feed
-
-    async def pieces(self) -> AsyncIterator[str]:
-        """The first piece, then each one as it comes, until the call ends."""
-        piece = self.first
-        while piece is not None:
-            yield piece
-            piece = await self._queue.get()
-
-    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> Response:
-        async def stop_upstream() -> None:
-            self.work.cancel()  # the client left, possibly before the stream started
-
-        return _event_stream(events, headers, background=BackgroundTask(stop_upstream))
-
-
 def _completion_request(body: CompletionBody) -> CompletionRequest:
     prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
     if body.suffix is None:
@@ -416,14 +354,3 @@ def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
         return request
     language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "") or request.language
     return dataclasses.replace(request, path=uri, language=language)
-
-
-def _event_stream(
-    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
-) -> StreamingResponse:
-    return StreamingResponse(
-        events,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
-        background=background,
-    )

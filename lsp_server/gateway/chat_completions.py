@@ -8,24 +8,23 @@ and name, every piece its index), then the finish reason, then usage when
 `stream_options.include_usage` asked for it.
 
 The parts another front door reuses (the Responses API bridges onto this path): the core's
-`ChatService.chat` (`engine.chats`) answers a `ChatRequest`; `ChatEventFeed` runs it and streams
+`ChatService.chat` (`engine.chats`) answers a `ChatRequest`; `start_chat_feed` runs it and streams
 its events; `chat_error` words every way it can fail as an OpenAI-shaped error; `usage_of` and
 `routing_headers` describe the answer.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
 from lsp_server.chat.service import ChatService
+from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
     ChatBody,
@@ -122,79 +121,22 @@ def routing_headers(routed: ChatRouted) -> dict[str, str]:
     return {ENDPOINT_HEADER: routed.endpoint, REASON_HEADER: routed.reason}
 
 
-class ChatEventFeed:
-    """A routed chat whose events stream out as they come.
-
-    `start` returns once the first event came or the call ended, so the HTTP status can still
-    say how it went; `serving` is then the endpoint being listened to.
-    """
-
-    def __init__(self, work: asyncio.Task[ChatRouted], queue: asyncio.Queue[ChatEvent | None]):
-        self.work = work
-        self.first: ChatEvent | None = None
-        self.serving = ""
-        self._queue = queue
-
-    @classmethod
-    async def start(
-        cls,
-        request: Request,
-        call: Callable[
-            [Callable[[ChatEvent], None], Callable[[str], None]],
-            Coroutine[Any, Any, ChatRouted],
-        ],
-    ) -> ChatEventFeed:
-        queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
-        serving = [""]
-
-        def asking(endpoint: str) -> None:
-            serving[0] = endpoint
-
-        work = asyncio.create_task(call(queue.put_nowait, asking))
-
-        def finished(task: asyncio.Task[ChatRouted]) -> None:
-            queue.put_nowait(None)
-            if not task.cancelled():
-                task.exception()  # read here too, in case the client left before the stream
-
-        work.add_done_callback(finished)
-        feed = cls(work, queue)
+async def start_chat_feed(
+    request: Request,
+    call: Callable[
+        [Callable[[ChatEvent], None], Callable[[str], None]],
+        Coroutine[Any, Any, ChatRouted],
+    ],
+) -> EventFeed[ChatEvent, ChatRouted]:
+    """A chat's event feed; a chat that failed before its first event is the error that says
+    why (an OpenAI-shaped `GatewayError`), as the HTTP status can still tell it."""
+    feed: EventFeed[ChatEvent, ChatRouted] = await EventFeed.start(request, call)
+    if feed.first is None:
         try:
-            feed.first = await cancel_on_disconnect(request, queue.get())
-        except BaseException:
-            work.cancel()
-            raise
-        feed.serving = serving[0]
-        if feed.first is None:
-            try:
-                work.result()
-            except CHAT_FAILURES as failed:
-                raise chat_error(failed) from None
-        return feed
-
-    def stop(self) -> None:
-        """Stop the routed call, once: cancelling it again while it closes its upstream
-        connection would leave that open."""
-        if not self.work.done() and not self.work.cancelling():
-            self.work.cancel()
-
-    async def events(self) -> AsyncIterator[ChatEvent]:
-        """The first event, then each one as it comes, until the call ends."""
-        event = self.first
-        while event is not None:
-            yield event
-            event = await self._queue.get()
-
-    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> Response:
-        async def stop_upstream() -> None:
-            self.stop()  # the client left, possibly before the stream started
-
-        return StreamingResponse(
-            events,
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
-            background=BackgroundTask(stop_upstream),
-        )
+            feed.work.result()
+        except CHAT_FAILURES as failed:
+            raise chat_error(failed) from None
+    return feed
 
 
 class ChatCompletions:
@@ -233,7 +175,7 @@ class ChatCompletions:
     ) -> Response:
         """Stream the answer as it comes. What was sent cannot be taken back, so a failure
         after it ends the stream with an error event instead of starting over elsewhere."""
-        feed = await ChatEventFeed.start(
+        feed = await start_chat_feed(
             request,
             lambda on_event, on_attempt: self.chats.chat(
                 chat,

@@ -36,11 +36,11 @@ from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
-    ChatEventFeed,
     OriginOf,
     chat_error,
     chat_request,
     routing_headers,
+    start_chat_feed,
     usage_of,
 )
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
@@ -141,7 +141,7 @@ class Responses:
         """Stream the chat's pieces as Responses events. A chat that failed before its first
         piece is a stream that says so (`response.failed`), as one that failed later is."""
         try:
-            feed = await ChatEventFeed.start(request, run)
+            feed = await start_chat_feed(request, run)
         except GatewayError:
             if not failures:
                 raise  # refused before anything was asked: the HTTP status says so

@@ -1,0 +1,93 @@
+"""A routed call whose pieces stream to the client as they come, for every generation route.
+
+`EventFeed.start` returns once the first piece came or the call ended, so the HTTP status can
+still say how it went; `serving` is then the endpoint being listened to. What was sent cannot be
+taken back, so a route that meets a failure after the first piece ends its stream with an error
+event instead of starting over elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Generic, TypeVar
+
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from lsp_server.gateway.plumbing import cancel_on_disconnect
+
+E = TypeVar("E")  # a streamed piece: text, or a tool call's delta
+T = TypeVar("T")  # what the call returns once it ends
+
+
+class EventFeed(Generic[E, T]):
+    def __init__(self, work: asyncio.Task[T], queue: asyncio.Queue[E | None], serving: str):
+        self.work = work
+        self.first: E | None = None
+        self.serving = serving
+        self._queue = queue
+
+    @classmethod
+    async def start(
+        cls,
+        request: Request,
+        call: Callable[[Callable[[E], None], Callable[[str], None]], Coroutine[Any, Any, T]],
+        *,
+        serving: str = "",
+    ) -> EventFeed[E, T]:
+        """Run `call(on_piece, on_attempt)`; `serving` names the endpoint until one is asked."""
+        queue: asyncio.Queue[E | None] = asyncio.Queue()
+        asked = [serving]
+
+        def asking(endpoint: str) -> None:
+            asked[0] = endpoint
+
+        work = asyncio.create_task(call(queue.put_nowait, asking))
+
+        def finished(task: asyncio.Task[T]) -> None:
+            queue.put_nowait(None)
+            if not task.cancelled():
+                task.exception()  # read here too, in case the client left before the stream
+
+        work.add_done_callback(finished)
+        feed = cls(work, queue, serving)
+        try:
+            feed.first = await cancel_on_disconnect(request, queue.get())
+        except BaseException:
+            work.cancel()
+            raise
+        feed.serving = asked[0]
+        return feed
+
+    def stop(self) -> None:
+        """Stop the routed call, once: cancelling it again while it closes its upstream
+        connection would leave that open."""
+        if not self.work.done() and not self.work.cancelling():
+            self.work.cancel()
+
+    async def events(self) -> AsyncIterator[E]:
+        """The first piece, then each one as it comes, until the call ends."""
+        event = self.first
+        while event is not None:
+            yield event
+            event = await self._queue.get()
+
+    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
+        async def stop_upstream() -> None:
+            self.stop()  # the client left, possibly before the stream started
+
+        return event_stream(events, headers, background=BackgroundTask(stop_upstream))
+
+
+def event_stream(
+    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
+) -> StreamingResponse:
+    """Server-sent events, not cached or buffered on the way."""
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
+        background=background,
+    )
