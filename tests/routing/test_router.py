@@ -64,7 +64,10 @@ def make_config(
 
 
 def loopback_router(config: Config) -> Router:
-    return Router(config, remote_factory=remote_backend, local_factory=_no_local)
+    """A router on real HTTP endpoints; its exploration draws are seeded, so a run repeats."""
+    return Router(
+        config, remote_factory=remote_backend, local_factory=_no_local, rng=random.Random(7)
+    )
 
 
 def _no_local(config: LocalConfig) -> Backend:
@@ -315,11 +318,13 @@ async def test_traffic_moves_to_the_fastest_endpoint_and_follows_changes() -> No
         fastest = [d for d in router.decisions.recent() if d.endpoint == "c"]
         assert fastest[-1].reason == "fastest"
 
+        # A change is followed within a bounded number of requests; the bound leaves room for
+        # a loaded machine, whose stalls make some explorations lose.
         c.behaviour.latency_s, a.behaviour.latency_s = 0.30, 0.01
-        assert await converge(router, "a", within=80)
+        assert await converge(router, "a", within=150)
 
         a.behaviour.latency_s, c.behaviour.latency_s = 0.30, 0.01
-        assert await converge(router, "c", within=80)
+        assert await converge(router, "c", within=150)
         await router.aclose()
 
 
