@@ -51,6 +51,19 @@ def endpoint_timeout_s(config: EndpointConfig) -> float:
     return timeout_s
 
 
+def bearer_headers(endpoint: str, config: EndpointConfig) -> dict[str, str]:
+    """The `Authorization` header from the variable the user's config names; none when it
+    names none, an AUTH failure when that variable is unset."""
+    if not config.api_key_env:
+        return {}
+    key = config.api_key()
+    if key is None:
+        raise BackendError(
+            endpoint, FailureKind.AUTH, f"environment variable {config.api_key_env} is not set"
+        )
+    return {"Authorization": f"Bearer {key}"}
+
+
 def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
     """A keep-alive client: connections are reused across keystrokes; HTTP/2 where offered.
 

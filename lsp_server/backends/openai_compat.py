@@ -35,6 +35,7 @@ from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
+    bearer_headers,
     endpoint_timeout_s,
     is_event_stream,
     iter_sse_json,
@@ -161,16 +162,7 @@ class OpenAICompatibleBackend(Backend):
         await open_connection(self._client, "models", headers)
 
     def headers(self) -> dict[str, str]:
-        if not self.config.api_key_env:
-            return {}
-        key = self.config.api_key()
-        if key is None:
-            raise BackendError(
-                self.name,
-                FailureKind.AUTH,
-                f"environment variable {self.config.api_key_env} is not set",
-            )
-        return {"Authorization": f"Bearer {key}"}
+        return bearer_headers(self.name, self.config)
 
     async def aclose(self) -> None:
         await self._client.aclose()

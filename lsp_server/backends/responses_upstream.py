@@ -16,6 +16,7 @@ import httpx
 
 from lsp_server.backends.base import BackendError, FailureKind
 from lsp_server.backends.http_common import (
+    bearer_headers,
     endpoint_timeout_s,
     is_event_stream,
     make_client,
@@ -74,16 +75,7 @@ class ResponsesUpstream:
         return parsed
 
     def _headers(self) -> dict[str, str]:
-        if not self.config.api_key_env:
-            return {}
-        key = self.config.api_key()
-        if key is None:
-            raise BackendError(
-                self.name,
-                FailureKind.AUTH,
-                f"environment variable {self.config.api_key_env} is not set",
-            )
-        return {"Authorization": f"Bearer {key}"}
+        return bearer_headers(self.name, self.config)
 
     async def aclose(self) -> None:
         await self._client.aclose()
