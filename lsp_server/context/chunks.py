@@ -27,6 +27,9 @@ class Chunk:
     text: str
     kind: int = ChunkKind.FILE
     name: str = ""  # a definition's name
+    # A definition the file reaches through its module (`errors.Name` after `from email import
+    # errors`): the module's name there; "" when the file imports the name itself.
+    module: str = ""
     words: frozenset[str] = field(default=frozenset(), compare=False)
     tokens: int = field(default=0, compare=False)  # its cost in a prompt
     # Gathered later: higher. Orders chunks of a kind in a prompt, oldest (most stable) first.

@@ -115,8 +115,9 @@ class Gatherer:
         sources: set[str] = set()
         reads = [0]  # files opened so far, against `max_import_files`
 
-        def take(module_path: Path, names: tuple[str, ...]) -> set[str]:
-            """Keep the definitions of `names` (none: all) in a module; the names it has."""
+        def take(module_path: Path, names: tuple[str, ...], via: str = "") -> set[str]:
+            """Keep the definitions of `names` (none: all) in a module, reached through the
+            module's name `via` if given; the names it has."""
             if reads[0] >= self.settings.max_import_files or not module_path.is_file():
                 return set()
             reads[0] += 1
@@ -130,7 +131,7 @@ class Gatherer:
                 definition = definitions.get(name)
                 # The module's path was judged in `_module`; each definition's text is here.
                 if definition is not None and not self.privacy.holds_secret(definition.text):
-                    found.append(_definition_chunk(uri, relative, definition))
+                    found.append(_definition_chunk(uri, relative, definition, via))
             return set(definitions)
 
         for imported in imports_of(statements):
@@ -138,25 +139,37 @@ class Gatherer:
             for base in self._bases(imported.level, path):
                 target = base.joinpath(*parts)
                 module_file = target.with_suffix(".py") if parts else None
+                # `import package.module`: its names are reached as `module.name`.
+                via = "" if imported.names or not parts else parts[-1]
                 if module_file is not None and module_file.is_file():
-                    held = take(module_file, imported.names)
+                    held = take(module_file, imported.names, via)
                 else:
-                    held = take(target / "__init__.py", imported.names)
+                    held = take(target / "__init__.py", imported.names, via)
                 submodules = [name for name in imported.names if name not in held]
                 for name in submodules:  # `from package import module`
-                    if take(target / f"{name}.py", ()):
+                    if take(target / f"{name}.py", (), via=name):
                         held.add(name)
                 if held:
                     break  # the first folder that holds the module is where it comes from
         return tuple(found[: self.settings.max_definitions]), frozenset(sources)
 
     def _bases(self, level: int, path: Path) -> list[Path]:
+        """Where an import of `path` may start: for a relative one, its package; for an
+        absolute one, the workspace folders (and their `src`), then the folders above the
+        file up to its workspace folder, nearest first (a package whose root is deeper than
+        the workspace folder, as in a repository of several projects)."""
         if level:
             base = path.parent
             for _ in range(level - 1):
                 base = base.parent
             return [base]
-        return [*self.folders.roots, *(root / "src" for root in self.folders.roots), path.parent]
+        roots = self.folders.roots
+        above: list[Path] = []
+        for folder in Path(os.path.realpath(path)).parents:
+            if not any(folder.is_relative_to(root) for root in roots):
+                break
+            above.append(folder)
+        return [*roots, *(root / "src" for root in roots), *above]
 
     def _module(self, module_path: Path) -> tuple[str, str, dict[str, Definition]] | None:
         """(real path, relative path, definitions) of a module file inside the workspace that
@@ -176,7 +189,7 @@ class Gatherer:
         return None if definitions is None else (real, relative, definitions)
 
 
-def _definition_chunk(uri: str, relative: str, definition: Definition) -> Chunk:
+def _definition_chunk(uri: str, relative: str, definition: Definition, via: str) -> Chunk:
     chunk = Chunk.of(uri, relative, definition.line, definition.text, ChunkKind.DEFINITION)
     return Chunk(
         chunk.uri,
@@ -185,6 +198,7 @@ def _definition_chunk(uri: str, relative: str, definition: Definition) -> Chunk:
         chunk.text,
         chunk.kind,
         name=definition.name,
+        module=via,
         words=chunk.words,
         tokens=chunk.tokens,
     )

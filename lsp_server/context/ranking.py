@@ -10,8 +10,10 @@ from lsp_server.backends.base import ContextChunk
 from lsp_server.context.chunks import Chunk, ChunkKind
 from lsp_server.context.identifiers import jaccard
 
-# A definition of a name the cursor's text uses outranks every chunk that only looks alike.
+# A definition of a name the cursor's text uses outranks every chunk that only looks alike;
+# one reached through a module the cursor's text uses (`errors.` near the cursor) comes next.
 _USED_NAME_BONUS = 2.0
+_USED_MODULE_BONUS = 1.0
 _SMALLEST_TOKENS = 8  # no chunk costs less (its file's name line): a budget below it is spent
 _ORDER_STRIDE = 10**12  # kinds apart in prompt order; within a kind, oldest first
 
@@ -21,8 +23,11 @@ def rank(candidates: Iterable[Chunk], cursor_words: frozenset[str]) -> list[Chun
     scored: list[tuple[float, int, Chunk]] = []
     for chunk in candidates:
         score = jaccard(chunk.words, cursor_words)
-        if chunk.kind == ChunkKind.DEFINITION and chunk.name in cursor_words:
-            score += _USED_NAME_BONUS
+        if chunk.kind == ChunkKind.DEFINITION:
+            if chunk.name in cursor_words and not chunk.module:
+                score += _USED_NAME_BONUS
+            elif chunk.module in cursor_words:
+                score += _USED_MODULE_BONUS
         if score > 0:
             scored.append((score, chunk.sequence, chunk))
     scored.sort(key=lambda item: (-item[0], -item[1]))

@@ -24,3 +24,5 @@ class ContextSettings:
     cursor_chars_before: int = 2400
     cursor_chars_after: int = 800
     settle_s: float = 0.25  # an edit is gathered once typing pauses this long
+    # A document keeps the chunks it was given while its prompt window moves this little.
+    sticky_lines: int = 16

@@ -19,6 +19,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 from lsp_server.backends.base import ContextChunk
@@ -63,6 +64,7 @@ class ContextStore:
         self._open_texts: OrderedDict[str, str] = OrderedDict()  # by real path
         self._real_paths: OrderedDict[str, str] = OrderedDict()  # by URI
         self._pending: dict[str, DocumentEvent] = {}
+        self._given: OrderedDict[str, _Given] = OrderedDict()  # by URI
         self._parsed = ParsedModules()
         self._worker: ThreadPoolExecutor | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -120,6 +122,7 @@ class ContextStore:
         if real is not None:
             self._open_texts.pop(real, None)
         self._real_paths.pop(uri, None)
+        self._given.pop(uri, None)
 
     # -- the keystroke path ------------------------------------------------------------------
 
@@ -145,9 +148,15 @@ class ContextStore:
             *(chunk for chunk in self.ring if not repeats_window(chunk)),
             *(chunk for chunk in self.edits if not repeats_window(chunk)),
         ]
+        given = self._given.get(uri)
+        if given is not None and given.still_fits(first_line, budget_tokens, candidates):
+            return given.chunks
         ranked = rank(candidates, identifiers(cursor))
         limit = self.settings.max_prompt_chunks
-        return prompt_chunks(ranked, budget_tokens, limit, text[window[0] : window[1]])
+        chosen = prompt_chunks(ranked, budget_tokens, limit, text[window[0] : window[1]])
+        given = _Given(first_line, budget_tokens, chosen, self.settings.sticky_lines)
+        _put(self._given, uri, given, self.settings.max_documents)
+        return chosen
 
     def workspace_path(self, uri: str) -> str:
         """The document's path relative to its workspace folder, once gathered; else ""."""
@@ -312,6 +321,28 @@ class ContextStore:
             _put(self._definitions, gathered.uri, gathered.definitions, limit)
             _put(self._imports, gathered.uri, gathered.imports, limit)
             _put(self._sources, gathered.uri, gathered.sources, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """What `ranked` gave a document last. The same again while the prompt window starts
+    within `sticky_lines` of where it did and every chunk is still held: the prompt's start
+    then stays the same from one keystroke to the next, and a model's KV cache (or a
+    provider's prompt cache) reuses it, where a ranking that moved with every character, or
+    a chunk gathered meanwhile, would make the model read the whole prompt again."""
+
+    first_line: int
+    budget_tokens: int
+    chunks: tuple[ContextChunk, ...]
+    sticky_lines: int
+
+    def still_fits(self, first_line: int, budget_tokens: int, held: Sequence[Chunk]) -> bool:
+        if not self.chunks or budget_tokens != self.budget_tokens:
+            return False
+        if abs(first_line - self.first_line) > self.sticky_lines:
+            return False
+        texts = {(chunk.path, chunk.text) for chunk in held}
+        return all((chunk.path, chunk.text) in texts for chunk in self.chunks)
 
 
 def _line_span(text: str, window: tuple[int, int]) -> tuple[int, int]:

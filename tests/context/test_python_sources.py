@@ -69,6 +69,25 @@ def test_relative_and_package_imports_resolve_inside_the_workspace(tmp_path: Pat
     assert any("def total(self) -> int:" in chunk.text for chunk in chunks)
 
 
+def test_an_absolute_import_resolves_from_a_package_deeper_than_the_workspace(
+    tmp_path: Path,
+) -> None:
+    """A repository of several projects: `services/billing/invoices/...` imports
+    `invoices.models`, whose root is `services/billing`, not the workspace folder."""
+    package = tmp_path / "services" / "billing" / "invoices"
+    package.mkdir(parents=True)
+    (package / "models.py").write_text("class Invoice:\n    def total(self) -> int: ...\n")
+    main = package / "views.py"
+    text = "from invoices import models\n\nmodels.Invoice().tot"
+    config = RoutingConfig()
+    store = ContextStore(PrivacyGuard(lambda: config))
+    store.set_workspace_folders([tmp_path.as_uri()])
+    store.opened(main.as_uri(), text, "python")
+    store.gather_now()
+    chunks = store.ranked(main.as_uri(), text, (0, len(text)), len(text), 4000)
+    assert [chunk.path for chunk in chunks] == ["services/billing/invoices/models.py"]
+
+
 def test_a_module_imported_twice_is_parsed_once(tmp_path: Path) -> None:
     (tmp_path / "shared.py").write_text("def common_helper(x):\n    ...\n")
     config = RoutingConfig()

@@ -118,6 +118,26 @@ def test_a_definition_of_a_name_used_at_the_cursor_outranks_lookalikes() -> None
     assert rank([lookalike, definition], cursor)[0] is definition
 
 
+def test_a_definition_reached_through_a_module_used_at_the_cursor_comes_next(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mail").mkdir()
+    (tmp_path / "mail" / "__init__.py").write_text("")
+    (tmp_path / "mail" / "errors.py").write_text("class HeaderMissingDefect(Exception):\n    ...\n")
+    other = tmp_path / "billing.py"
+    other_text = "for line in parts:\n    total = line\n"
+    main = tmp_path / "mail" / "parser.py"
+    text = "from mail import errors\n\nfor line in parts:\n    defect = errors."
+    store = store_for(tmp_path)
+    store.opened(other.as_uri(), other_text, "python")
+    store.opened(main.as_uri(), text, "python")
+    store.gather_now()
+    chunks = store.ranked(main.as_uri(), text, (0, 0), len(text), 4000)
+    # The defect class shares no word with the cursor's text, yet `errors` is used there: it
+    # comes first, before the chunk that only looks alike.
+    assert [c.path for c in chunks] == ["mail/errors.py", "billing.py"]
+
+
 def test_the_budget_holds_and_the_prompt_order_is_stable() -> None:
     chunks = [chunk(f"c{i}", numbered(f"c{i}", 8)) for i in range(10)]
     cost = ContextChunk("a.py", chunks[0].text).tokens
@@ -183,6 +203,37 @@ def test_definitions_of_imported_names_come_from_the_workspace(tmp_path: Path) -
     assert "More words" not in context
     assert "def turn(self, knob: int) -> None:" in context and "_hidden" not in context
     assert store.workspace_path(main.as_uri()) == "main.py"
+
+
+def test_a_document_keeps_its_chunks_while_the_cursor_stays_near(tmp_path: Path) -> None:
+    """Chunks gathered meanwhile, or a ranking that moves with each character, would change
+    the prompt's start and cost the model its KV cache: the chunks given stay while the
+    window moves a little and they are all still held."""
+    root, main, text = workspace(tmp_path)
+    store = store_for(root)
+    store.opened(main.as_uri(), text, "python")
+    store.gather_now()
+    text += "nicate_widget(w, force=2)\n"
+    first = store.ranked(main.as_uri(), text, (0, 0), len(text), 2000)
+    assert first and all(c.path == "shop/widgets.py" for c in first)
+
+    lookalike = tmp_path / "other.py"
+    store.opened(lookalike.as_uri(), "w2 = frobnicate_widget(w, force=2)\n", "python")
+    store.gather_now()
+    typed = text + "w"
+    assert store.ranked(main.as_uri(), typed, (0, 0), len(typed), 2000) == first
+
+    far = typed + "\n" * 40
+    moved = store.ranked(main.as_uri(), far, (len(far), len(far)), len(far), 2000)
+    assert "other.py" in {c.path for c in moved}
+
+    # Near again, but what it was given is no longer held (the import went): ranked afresh.
+    store.ranked(main.as_uri(), typed, (0, 0), len(typed), 2000)
+    no_import = typed.replace("from shop.widgets import Widget, frobnicate_widget", "")
+    store.opened(main.as_uri(), no_import, "python")
+    store.gather_now()
+    fresh = store.ranked(main.as_uri(), no_import, (0, 0), len(no_import), 2000)
+    assert {c.path for c in fresh} == {"other.py"}
 
 
 def test_an_open_document_is_read_before_the_disk(tmp_path: Path) -> None:
