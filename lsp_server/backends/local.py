@@ -18,6 +18,10 @@ Context beyond the file leads the prompt (it changes least from one keystroke to
 the repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those
 tokens and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model
 without FIM tokens (the bundled Gemma 3 270M) can read as plain code.
+
+An editor's suggestion is shaped for a CPU (`local_completion_text`): on a line of indentation
+alone the prompt ends at the line's start, and a suggestion stops growing by lines once it has
+had its time.
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ from lsp_server.backends.bundled_model import (
     resolve_model_path,
 )
 from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
+from lsp_server.backends.local_completion_text import (
+    MORE_LINES_SHARE,
+    LeadingBlanks,
+    LineTime,
+    indent_to_heal,
+)
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.local_tools import (
     handler_messages,
@@ -67,6 +77,8 @@ from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
 
 # Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
 _SPECIAL_TOKENS_ROOM = 4
@@ -387,8 +399,18 @@ class LocalBackend(LocalModel):
             stream=True,
             stopping_criteria=StoppingCriteriaList([after_token]),
         )
+        unindent = LeadingBlanks(len(indent_to_heal(request)))
+        more_lines_s = self._config.deadline_ms / 1000 * MORE_LINES_SHARE
+        lines = LineTime(None if request.client_max_tokens else more_lines_s)
+
+        def text_of(chunk: Any) -> str:
+            text, enough = lines.feed(unindent.drop(chunk["choices"][0]["text"]))
+            if enough:
+                job.stop.set()  # the generation ends after this piece; what it wrote stands
+            return text
+
         with prompt_abort:
-            self._pump(job, chunks, lambda chunk: chunk["choices"][0]["text"])
+            self._pump(job, chunks, text_of)
 
     def _run_prefill(self, job: _Job, request: CompletionRequest) -> None:
         """The prompt a completion at this position would evaluate, and one token: the next
@@ -501,6 +523,8 @@ class LocalBackend(LocalModel):
         else as path-comment blocks."""
         budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
         chunks = context_within(request.context, self._config.context_tokens)
+        if chunks and log.isEnabledFor(logging.DEBUG):
+            log.debug("local context: %s", ", ".join(f"{c.path} ({c.tokens})" for c in chunks))
         repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
         if repo_level:
             context = self._repo_level_context(llm, chunks, request.workspace_path)
@@ -512,7 +536,8 @@ class LocalBackend(LocalModel):
         budget -= len(context)
         if self._config.window_tokens:
             budget = min(budget, self._config.window_tokens)
-        prefix = _plain_tokens(llm, request.prefix)
+        indent = indent_to_heal(request)
+        prefix = _plain_tokens(llm, request.prefix[: len(request.prefix) - len(indent)])
         if self._fim_tokens is None:
             return self._bos + context + _keep_tail(prefix, budget)
         fim_pre, fim_suf, fim_mid = self._fim_tokens
@@ -541,6 +566,9 @@ class LocalBackend(LocalModel):
         self.last_reused_tokens = min(common, max(len(prompt) - 1, 0))
         self.last_prompt_tokens = len(prompt)
         job.prompt_tokens = len(prompt)
+        log.debug(
+            "local prompt: %d tokens, %d from the KV cache", len(prompt), self.last_reused_tokens
+        )
 
     def _count_tokens(self, job: _Job, completion_tokens: int) -> None:
         self.tokens_generated += completion_tokens - job.completion_tokens

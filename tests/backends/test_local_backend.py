@@ -157,6 +157,17 @@ async def test_the_next_keystroke_reuses_the_kv_cache(local_backend: LocalBacken
 
 
 @pytest.mark.model
+async def test_on_a_line_of_indentation_the_answer_is_not_indented_again(
+    local_backend: LocalBackend,
+) -> None:
+    """The prompt ends at the line's start and the model writes the indentation itself; what
+    reaches the editor starts where the cursor is."""
+    text = await collect(local_backend, CompletionRequest(prefix=DOCUMENT, suffix="\n"))
+    assert text.strip()
+    assert not text[0].isspace(), repr(text)
+
+
+@pytest.mark.model
 async def test_an_unrelated_prompt_reuses_almost_nothing(local_backend: LocalBackend) -> None:
     await collect(local_backend, CompletionRequest(prefix=DOCUMENT, suffix="", max_tokens=4))
 

@@ -1,0 +1,73 @@
+"""What the local model's text for an editor goes through on its way out.
+
+- The indentation before the cursor, on a line that holds nothing else, is left out of the
+  prompt (`indent_to_heal`); the model writes it, and `LeadingBlanks` takes it off again.
+- `LineTime` ends a suggestion at a line break once it has had its time.
+"""
+
+from __future__ import annotations
+
+import time
+
+from lsp_server.backends.base import CompletionRequest
+
+# An editor's suggestion grows by more lines only for this share of `local.deadline_ms` after
+# its first token; then it ends at the next line break (llama.cpp's server does the same with
+# `t_max_predict_ms`). On a CPU every token costs tens of milliseconds: a finished line in time
+# beats a block that misses the deadline and is shown nowhere.
+MORE_LINES_SHARE = 0.5
+
+
+def indent_to_heal(request: CompletionRequest) -> str:
+    """The blanks before the cursor on a line that holds nothing else, when the suggestion may
+    be a block: the prompt ends at the line start instead, and the model writes the indentation.
+
+    A prompt that ends in a run of blanks is one no model saw in training (its tokenizer joins
+    the indentation to the word after it), and small models answer it with indentation of
+    their own or with code for another level."""
+    if request.single_line:
+        return ""
+    tail = request.prefix[request.prefix.rfind("\n") + 1 :]
+    return tail if tail and not tail.strip(" \t") else ""
+
+
+class LeadingBlanks:
+    """Drops up to `count` blanks from the start of a streamed answer: the indentation the
+    prompt left out (`indent_to_heal`), which the editor's line already has."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+
+    def drop(self, text: str) -> str:
+        if not self._left:
+            return text
+        blanks = 0
+        while blanks < min(self._left, len(text)) and text[blanks] in " \t":
+            blanks += 1
+        self._left = self._left - blanks if blanks == len(text) else 0
+        return text[blanks:]
+
+
+class LineTime:
+    """Ends a streamed suggestion at the first line break that comes `seconds` after its first
+    text, the break itself left out; None: never."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._first: float | None = None
+        self._written = False  # some non-blank text came: a line break now ends a line
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The part of `text` to send, and whether the suggestion is complete."""
+        if self._seconds is None or not text:
+            return text, False
+        now = time.monotonic()
+        if self._first is None:
+            self._first = now
+        late = now - self._first >= self._seconds
+        for index, char in enumerate(text):
+            if char == "\n" and self._written and late:
+                return text[:index], True
+            if not char.isspace():
+                self._written = True
+        return text, False

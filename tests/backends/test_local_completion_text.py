@@ -1,0 +1,60 @@
+"""The local model's text for an editor: the indentation the prompt leaves out and takes off
+again, and the time after which a suggestion ends at its next line break."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.backends.base import CompletionRequest
+from lsp_server.backends.local_completion_text import LeadingBlanks, LineTime, indent_to_heal
+
+
+@pytest.mark.parametrize(
+    ("prefix", "single_line", "healed"),
+    [
+        ("def f():\n        ", False, "        "),
+        ("def f():\n\t", False, "\t"),
+        ("    ", False, "    "),  # the document's first line
+        ("def f():\n    x", False, ""),  # a word before the cursor
+        ("def f():\n", False, ""),  # nothing to heal
+        ("def f():\n    ", True, ""),  # finishing a line: its text after the cursor stays
+    ],
+)
+def test_only_a_line_of_blanks_before_the_cursor_is_healed(
+    prefix: str, single_line: bool, healed: str
+) -> None:
+    request = CompletionRequest(prefix=prefix, suffix="", single_line=single_line)
+    assert indent_to_heal(request) == healed
+
+
+def test_the_indentation_comes_off_even_split_over_pieces() -> None:
+    blanks = LeadingBlanks(8)
+    assert [blanks.drop(p) for p in ("    ", "  ", "    return x", "    y")] == [
+        "",
+        "",
+        "  return x",  # the model went deeper than the line: the extra stays
+        "    y",
+    ]
+
+
+def test_less_indentation_than_the_line_takes_nothing_else() -> None:
+    blanks = LeadingBlanks(8)
+    assert blanks.drop("  return x") == "return x"
+    assert blanks.drop("  later") == "  later"
+    assert LeadingBlanks(4).drop("\n    x") == "\n    x"
+    assert LeadingBlanks(0).drop("  x") == "  x"
+
+
+def test_a_suggestion_ends_at_its_first_line_break_once_its_time_is_up() -> None:
+    now = LineTime(0.0)
+    assert now.feed("\n") == ("\n", False)  # a blank line first ends nothing
+    assert now.feed("    x = 1") == ("    x = 1", False)
+    assert now.feed(")\n    y = 2\n") == (")", True)
+
+
+def test_before_its_time_a_suggestion_keeps_its_lines() -> None:
+    later = LineTime(60.0)
+    assert later.feed("x = 1\n") == ("x = 1\n", False)
+    assert later.feed("y = 2\n") == ("y = 2\n", False)
+    never = LineTime(None)
+    assert never.feed("x = 1\ny = 2\n") == ("x = 1\ny = 2\n", False)
