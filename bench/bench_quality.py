@@ -17,6 +17,8 @@ similarity (CrossCodeEval's: rapidfuzz's normalized Indel ratio); identifier mat
 identifiers in the same order); empty answers. Latency: cold and warm, as the client sees it,
 and the share of warm keystrokes inside `local.deadline_ms`; "asked" are the warm keystrokes
 that did not type into the cold answer (so the model was asked again, not the server's cache).
+The warm suggestion is scored too ("warm ex%"): exact when the typed character and it give
+the target.
 Each pair of conditions is compared on the same tasks, with a paired bootstrap 95 % confidence
 interval of the difference.
 
@@ -80,15 +82,20 @@ class Outcome:
     answer: str
     cold_ms: float
     warm_ms: float
+    warm_answer: str = ""
     exact: bool = field(init=False)
     similarity: float = field(init=False)
     identifiers: bool = field(init=False)
+    # The warm keystroke's suggestion, after the typed character, is the rest of the target.
+    warm_exact: bool = field(init=False)
 
     def __post_init__(self) -> None:
         got = _first_lines(self.answer, self.task.lines)
         self.exact = got == self.task.target
         self.similarity = fuzz.ratio(got, self.task.target) / 100
         self.identifiers = _identifiers(got) == _identifiers(self.task.target)
+        typed_and_suggested = self.task.target[0] + self.warm_answer
+        self.warm_exact = _first_lines(typed_and_suggested, self.task.lines) == self.task.target
 
     @property
     def empty(self) -> bool:
@@ -165,8 +172,21 @@ async def run_condition(
         "XDG_STATE_HOME": str(home / "xdg-state"),
     }
     client = LanguageClient("bench-quality", "1")
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def server_log(params: types.LogMessageParams) -> None:
+        print(params.message, file=sys.stderr)
+
     await client.start_io(
-        sys.executable, "-m", "lsp_server", "serve", "--config", str(config), env=env
+        sys.executable,
+        "-m",
+        "lsp_server",
+        "serve",
+        "--config",
+        str(config),
+        "--log-level",
+        args.server_log_level,
+        env=env,
     )
     try:
         await client.initialize_async(
@@ -232,6 +252,7 @@ async def _ask(
             opened.append(tab_path)
     _open(client, target_path, text)
     opened.append(target_path)
+    await _gathered(client)
     position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
 
     start = time.perf_counter()
@@ -253,7 +274,7 @@ async def _ask(
     )
     after = types.Position(line=position.line, character=position.character + 1)
     start = time.perf_counter()
-    await _inline(client, target_path, after)
+    warm_answer = await _inline(client, target_path, after)
     warm_ms = (time.perf_counter() - start) * 1000
 
     for path in opened:
@@ -262,7 +283,22 @@ async def _ask(
                 text_document=types.TextDocumentIdentifier(uri=path.as_uri())
             )
         )
-    return Outcome(task, answer, cold_ms, warm_ms)
+    return Outcome(task, answer, cold_ms, warm_ms, warm_answer)
+
+
+async def _gathered(client: LanguageClient, timeout_s: float = 30.0) -> None:
+    """Wait until the server has read what the opened documents give (their chunks, the
+    definitions they import), as it would while a person reads the file before typing: the
+    first request measures the context, not a race with its gathering."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="gatewayLs.status")
+        )
+        context = status.get("context", {}) if isinstance(status, dict) else {}
+        if not context.get("gathering"):
+            return
+        await asyncio.sleep(0.02)
 
 
 def _open(client: LanguageClient, path: Path, text: str) -> None:
@@ -337,7 +373,8 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
     header = (
         f"{'condition':<30} {'subset':<11} {'n':>4} {'exact %':>8} {'edit sim':>8} "
         f"{'ident %':>8} {'empty %':>8} {'cold p50':>9} {'cold p90':>9} {'warm p50':>9} "
-        f"{'warm p90':>9} {'warm<=dl':>8} {'asked':>5} {'p50':>7} {'<=dl':>6}"
+        f"{'warm p90':>9} {'warm<=dl':>8} {'asked':>5} {'p50':>7} {'<=dl':>6} "
+        f"{'warm ex%':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -359,7 +396,8 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
                 f"{_percentile(warm, 0.5):>9.0f} {_percentile(warm, 0.9):>9.0f} "
                 f"{_rate([w <= SHIPPED_DEADLINE_MS for w in warm]):>8.1f} "
                 f"{len(asked):>5} {_percentile(asked, 0.5):>7.0f} "
-                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in asked]):>6.1f}"
+                f"{_rate([w <= SHIPPED_DEADLINE_MS for w in asked]):>6.1f} "
+                f"{_rate([o.warm_exact for o in chosen]):>8.1f}"
             )
 
 
@@ -436,6 +474,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
     parser.add_argument(
+        "--server-log-level",
+        default="warning",
+        help="the server's --log-level (its log goes to stderr); debug shows each prompt's "
+        "size and how much of it the KV cache held",
+    )
+    parser.add_argument(
         "--report",
         type=Path,
         nargs="+",
@@ -491,7 +535,15 @@ def load(paths: Sequence[Path]) -> dict[Condition, list[Outcome]]:
                 kind, relpath, line = row["task"].rsplit(":", 2)
                 target = row["target"]
                 task = Task(kind, relpath, int(line) - 1, target, "", target.count("\n") + 1, ())
-                outcomes.append(Outcome(task, row["answer"], row["cold_ms"], row["warm_ms"]))
+                outcomes.append(
+                    Outcome(
+                        task,
+                        row["answer"],
+                        row["cold_ms"],
+                        row["warm_ms"],
+                        row.get("warm_answer", ""),
+                    )
+                )
     return results
 
 
@@ -513,6 +565,7 @@ def save(args: argparse.Namespace, results: dict[Condition, list[Outcome]]) -> N
                         "identifiers": o.identifiers,
                         "cold_ms": o.cold_ms,
                         "warm_ms": o.warm_ms,
+                        "warm_answer": o.warm_answer,
                     }
                     for o in outcomes
                 ]
