@@ -63,6 +63,7 @@ from lsp_server.backends.local_completion_text import (
     MORE_LINES_SHARE,
     LeadingBlanks,
     LineTime,
+    MiddleAnchor,
     indent_to_heal,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
@@ -120,6 +121,7 @@ class LocalBackend(LocalModel):
         self._fim_tokens: tuple[int, int, int] | None = None
         # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
         self._repo_tokens: dict[str, int] = {}
+        self._anchor: MiddleAnchor | None = None  # touched on the worker thread only
         self._fold_system_prompt = False
         self._chat_template = ""
         self._jobs: set[_Job] = set()
@@ -520,7 +522,14 @@ class LocalBackend(LocalModel):
     ) -> list[int]:
         """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone; context
         beyond the file leads, in the repository-level format where the model has its tokens,
-        else as path-comment blocks."""
+        else as path-comment blocks. Text typed since the last FIM prompt follows it as the
+        start of the middle (`MiddleAnchor`)."""
+        anchor = self._anchor
+        typed = anchor.typed_since(request) if anchor is not None else None
+        if anchor is not None and typed is not None:
+            tokens = [*anchor.tokens, *_plain_tokens(llm, typed)]
+            if len(tokens) + max_tokens <= llm.n_ctx():
+                return tokens
         budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
         chunks = context_within(request.context, self._config.context_tokens)
         if chunks and log.isEnabledFor(logging.DEBUG):
@@ -545,8 +554,12 @@ class LocalBackend(LocalModel):
         suffix = suffix[: budget // 4]
         prefix = _keep_tail(prefix, budget - len(suffix))
         if repo_level:
-            return [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
-        return [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
+            tokens = [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        else:
+            tokens = [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
+        healed_prefix = request.prefix[: len(request.prefix) - len(indent)]
+        self._anchor = MiddleAnchor(healed_prefix, request.suffix, request.context, tuple(tokens))
+        return tokens
 
     def _repo_level_context(
         self, llm: Llama, chunks: Sequence[ContextChunk], current_path: str

@@ -1,15 +1,22 @@
-"""What the local model's text for an editor goes through on its way out.
+"""What the local model's text for an editor goes through, on a CPU where every token counts.
 
 - The indentation before the cursor, on a line that holds nothing else, is left out of the
   prompt (`indent_to_heal`); the model writes it, and `LeadingBlanks` takes it off again.
+- Text typed at the cursor since the last fill-in-the-middle prompt goes after that prompt, as
+  the start of the middle (`MiddleAnchor`), instead of into a new prompt.
 - `LineTime` ends a suggestion at a line break once it has had its time.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from lsp_server.backends.base import CompletionRequest
+from lsp_server.backends.base import CompletionRequest, ContextChunk
+
+# Typed text longer than this since the anchored prompt: a new prompt, with a window that
+# follows the cursor.
+MAX_TYPED_CHARS = 200
 
 # An editor's suggestion grows by more lines only for this share of `local.deadline_ms` after
 # its first token; then it ends at the next line break (llama.cpp's server does the same with
@@ -71,3 +78,32 @@ class LineTime:
             if not char.isspace():
                 self._written = True
         return text, False
+
+
+@dataclass(frozen=True, slots=True)
+class MiddleAnchor:
+    """A fill-in-the-middle prompt the KV cache holds, and the request text it was built from.
+
+    In such a prompt the code after the cursor follows the code before it, so a keystroke that
+    adds to the prefix changes the prompt before the whole suffix, and the model would read the
+    suffix again at every keystroke: a second or more for a few hundred tokens on a CPU core.
+    Text typed at the cursor is instead the start of the middle: the model continues after
+    the anchored prompt and the typed tokens, as it was trained to fill in, and reads only those.
+    """
+
+    prefix: str  # the request's prefix as the prompt holds it (healed indentation left out)
+    suffix: str
+    context: tuple[ContextChunk, ...]
+    tokens: tuple[int, ...]
+
+    def typed_since(self, request: CompletionRequest) -> str | None:
+        """What was typed at the cursor since this prompt, when that is all that changed and
+        it is part of one line with something besides blanks; else None."""
+        if request.suffix != self.suffix or request.context != self.context:
+            return None
+        if not request.prefix.startswith(self.prefix):
+            return None
+        typed = request.prefix[len(self.prefix) :]
+        if not typed.strip() or "\n" in typed or len(typed) > MAX_TYPED_CHARS:
+            return None
+        return typed

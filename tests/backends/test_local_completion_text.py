@@ -1,12 +1,18 @@
 """The local model's text for an editor: the indentation the prompt leaves out and takes off
-again, and the time after which a suggestion ends at its next line break."""
+again, text typed since the last prompt as the start of the middle, and the time after which a
+suggestion ends at its next line break."""
 
 from __future__ import annotations
 
 import pytest
 
-from lsp_server.backends.base import CompletionRequest
-from lsp_server.backends.local_completion_text import LeadingBlanks, LineTime, indent_to_heal
+from lsp_server.backends.base import CompletionRequest, ContextChunk
+from lsp_server.backends.local_completion_text import (
+    LeadingBlanks,
+    LineTime,
+    MiddleAnchor,
+    indent_to_heal,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,3 +64,32 @@ def test_before_its_time_a_suggestion_keeps_its_lines() -> None:
     assert later.feed("y = 2\n") == ("y = 2\n", False)
     never = LineTime(None)
     assert never.feed("x = 1\ny = 2\n") == ("x = 1\ny = 2\n", False)
+
+
+def anchored(prefix: str = "def f(a):\n    ", suffix: str = "\n\nf(1)\n") -> MiddleAnchor:
+    return MiddleAnchor(prefix, suffix, (), (1, 2, 3))
+
+
+def test_text_typed_at_the_cursor_continues_the_middle() -> None:
+    anchor = anchored(prefix="def f(a):\n")
+    request = CompletionRequest(prefix="def f(a):\n    ret", suffix="\n\nf(1)\n")
+    assert anchor.typed_since(request) == "    ret"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        CompletionRequest(prefix="def f(a):\n    ret", suffix="\nf(2)\n"),  # the suffix changed
+        CompletionRequest(prefix="def g(a):\n    ret", suffix="\n\nf(1)\n"),  # an edit above
+        CompletionRequest(prefix="def f(a):\n    x\n    ", suffix="\n\nf(1)\n"),  # a new line
+        CompletionRequest(prefix="def f(a):\n      ", suffix="\n\nf(1)\n"),  # blanks only
+        CompletionRequest(prefix="def f(a):\n    " + "x" * 201, suffix="\n\nf(1)\n"),  # long
+        CompletionRequest(
+            prefix="def f(a):\n    r",
+            suffix="\n\nf(1)\n",
+            context=(ContextChunk("other.py", "x = 1\n"),),  # other context
+        ),
+    ],
+)
+def test_anything_else_changed_makes_a_new_prompt(request_: CompletionRequest) -> None:
+    assert anchored().typed_since(request_) is None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.backends.base import CompletionRequest
+from lsp_server.backends.bundled_model import preset_model_path
 from lsp_server.backends.local import LocalBackend
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
@@ -50,11 +51,15 @@ async def test_the_bundled_gemma_preset_has_no_fim(bundled_model_path: Path) -> 
     await backend.aclose()
 
 
-@pytest.mark.model
-@pytest.mark.skipif(
-    importlib.util.find_spec(QWEN_CODER_0_5B.parts[0][0]) is None,
-    reason="the qwen2.5-coder-0.5b packages are not installed (gateway-ls[qwen2-5-coder-0-5b])",
+needs_qwen = pytest.mark.skipif(
+    importlib.util.find_spec(QWEN_CODER_0_5B.parts[0][0]) is None
+    and not preset_model_path(QWEN_CODER_0_5B).is_file(),
+    reason="qwen2.5-coder-0.5b is neither installed (gateway-ls[qwen2-5-coder-0-5b]) nor pulled",
 )
+
+
+@pytest.mark.model
+@needs_qwen
 async def test_qwen_coder_preset_fills_in_the_middle_with_the_suffix() -> None:
     backend = LocalBackend(LocalConfig(model=QWEN_CODER_0_5B.name, n_ctx=1024, n_threads=1))
     await backend.ensure_loaded()
@@ -69,4 +74,25 @@ async def test_qwen_coder_preset_fills_in_the_middle_with_the_suffix() -> None:
 
     assert backend.fim_supported is True
     assert "a + b" in answer or "b + a" in answer
+    await backend.aclose()
+
+
+@pytest.mark.model
+@needs_qwen
+async def test_a_typed_character_continues_the_middle_without_reading_the_suffix_again() -> None:
+    backend = LocalBackend(LocalConfig(model=QWEN_CODER_0_5B.name, n_ctx=2048, n_threads=1))
+    await backend.ensure_loaded()
+    suffix = "".join(f"\nassert add({i}, {i}) == {2 * i}" for i in range(60)) + "\n"
+    cold = CompletionRequest(prefix="def add(a, b):\n    ", suffix=suffix, max_tokens=8)
+    "".join([piece async for piece in backend.complete(cold)])
+    cold_prompt = backend.last_prompt_tokens
+    assert cold_prompt > 150  # the suffix (up to a quarter of the window) is most of it
+
+    typed = CompletionRequest(prefix="def add(a, b):\n    r", suffix=suffix, max_tokens=8)
+    answer = "".join([piece async for piece in backend.complete(typed)])
+
+    # Only the typed text was new: the prompt is the cold one with it after the middle token.
+    assert backend.last_prompt_tokens - backend.last_reused_tokens <= 3
+    assert backend.last_prompt_tokens <= cold_prompt + 3
+    assert "a + b" in answer or "b + a" in answer  # "r" went on as code: `return`, or `r = `
     await backend.aclose()
