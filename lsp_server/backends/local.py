@@ -60,11 +60,11 @@ from lsp_server.backends.bundled_model import (
 )
 from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
 from lsp_server.backends.local_completion_text import (
-    MORE_LINES_SHARE,
     LeadingBlanks,
     LineTime,
     MiddleAnchor,
     indent_to_heal,
+    more_lines_seconds,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.local_tools import (
@@ -402,7 +402,7 @@ class LocalBackend(LocalModel):
             stopping_criteria=StoppingCriteriaList([after_token]),
         )
         unindent = LeadingBlanks(len(indent_to_heal(request)))
-        more_lines_s = self._config.deadline_ms / 1000 * MORE_LINES_SHARE
+        more_lines_s = more_lines_seconds(self._config.deadline_ms)
         lines = LineTime(None if request.client_max_tokens else more_lines_s)
 
         def text_of(chunk: Any) -> str:

@@ -18,11 +18,17 @@ from lsp_server.backends.base import CompletionRequest, ContextChunk
 # follows the cursor.
 MAX_TYPED_CHARS = 200
 
-# An editor's suggestion grows by more lines only for this share of `local.deadline_ms` after
-# its first token; then it ends at the next line break (llama.cpp's server does the same with
-# `t_max_predict_ms`). On a CPU every token costs tens of milliseconds: a finished line in time
-# beats a block that misses the deadline and is shown nowhere.
+# An editor's suggestion grows by more lines only for half of `local.deadline_ms` after its
+# first token, and at most 0.75 s; then it ends at the next line break (llama.cpp's server does
+# the same with `t_max_predict_ms`). On a CPU every token costs tens of milliseconds: a finished
+# line in time beats a block that misses the deadline and is shown nowhere.
 MORE_LINES_SHARE = 0.5
+MORE_LINES_MAX_S = 0.75
+
+
+def more_lines_seconds(deadline_ms: int) -> float:
+    """How long after its first token a suggestion may still grow by lines."""
+    return min(deadline_ms / 1000 * MORE_LINES_SHARE, MORE_LINES_MAX_S)
 
 
 def indent_to_heal(request: CompletionRequest) -> str:

@@ -12,6 +12,7 @@ from lsp_server.backends.local_completion_text import (
     LineTime,
     MiddleAnchor,
     indent_to_heal,
+    more_lines_seconds,
 )
 
 
@@ -93,3 +94,9 @@ def test_text_typed_at_the_cursor_continues_the_middle() -> None:
 )
 def test_anything_else_changed_makes_a_new_prompt(request_: CompletionRequest) -> None:
     assert anchored().typed_since(request_) is None
+
+
+def test_more_lines_for_half_the_deadline_and_at_most_three_quarters_of_a_second() -> None:
+    assert more_lines_seconds(1000) == 0.5
+    assert more_lines_seconds(1500) == 0.75
+    assert more_lines_seconds(60_000) == 0.75
