@@ -49,6 +49,8 @@ _GLOB_FLAGS = (
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _DRIVE_AFTER_SLASH = re.compile(r"/[A-Za-z]:(?:/|$)")
 _LEADING_PARENTS = re.compile(r"^(?:\.\./)+")
+# Documents whose match is remembered; more, and the memory starts again.
+_REMEMBERED_PATHS = 1024
 
 
 def normalize_path(path_or_uri: str) -> str | None:
@@ -120,22 +122,38 @@ def file_system_paths(path_or_uri: str) -> tuple[str, ...]:
 class SensitivityPolicy:
     """Which documents are sensitive by their path, per `routing.sensitive_globs`.
 
-    Patterns are compiled once; matching one path against the default five takes microseconds.
-    An invalid pattern raises ValueError here, so configuration loading can report it.
+    Patterns are compiled once. Matching a document's paths against the default patterns takes
+    tens of microseconds, and every keystroke asks about the same document again, so the answer
+    for each set of paths is remembered (its paths are looked up again every time: a link may
+    change where it leads). An invalid pattern raises ValueError here, so configuration loading
+    can report it.
     """
 
     def __init__(self, globs: Sequence[str]) -> None:
         self._matchers = tuple(
             (pattern, glob.compile(pattern, flags=_GLOB_FLAGS)) for pattern in globs
         )
+        self._matches: dict[tuple[str, ...], str | None] = {}
 
     def matching_glob(self, path_or_uri: str) -> str | None:
         """The first pattern that matches the document by any of its file-system paths."""
         paths = file_system_paths(path_or_uri)
-        for pattern, matcher in self._matchers:
-            if any(matcher.match(path) for path in paths):
-                return pattern
-        return None
+        try:  # the context store's worker asks too: one lookup, never a test then a read
+            return self._matches[paths]
+        except KeyError:
+            pass
+        matched = next(
+            (
+                pattern
+                for pattern, matcher in self._matchers
+                if any(matcher.match(path) for path in paths)
+            ),
+            None,
+        )
+        if len(self._matches) >= _REMEMBERED_PATHS:
+            self._matches.clear()
+        self._matches[paths] = matched
+        return matched
 
     def is_sensitive_path(self, path_or_uri: str) -> bool:
         return self.matching_glob(path_or_uri) is not None
