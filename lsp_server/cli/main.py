@@ -177,7 +177,8 @@ def _run_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def _run_gateway(args: argparse.Namespace, config: Config) -> int:
-    from lsp_server.cli.gateway import run_gateway
+    with collection_held_off():
+        from lsp_server.cli.gateway import run_gateway
 
     host = args.host or config.gateway.host
     port = args.port if args.port is not None else config.gateway.port
