@@ -2,11 +2,12 @@
 
 Between two keystrokes the cursor's line changes, or the cursor moves to another line; the rest
 of the prompt is mostly the same text again. The lines around the cursor are scanned on every
-keystroke; the text before and after them is cut into blocks of lines where its content says (a
-line whose CRC-32 has its low four bits clear ends a block: every 16 lines on average, at most
-`_MAX_BLOCK_LINES`), and each block's verdict is remembered by its text (hashing it costs far
-less than scanning it). Typing on a line rescans nothing else; a moved window or a new line
-rescans the blocks at the edges it moved.
+keystroke. The text before them and the text after them are each remembered whole (typing on
+one line rescans nothing else) and, when new, judged block by block: cut into blocks of lines
+where the content says (so a block stays the same when lines are added above it), each block's
+verdict remembered by its text, so a moved cursor or a new line rescans the blocks at the edges
+that moved. A text mostly new (a window opened elsewhere) is scanned whole once instead, as
+many small scans cost more than one.
 
 Every rule but the private key block looks at most `_REACH` lines either way of where a secret
 begins (a name and its value on the next line, a `.netrc` entry over three lines, the line
