@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from lsp_server import __version__
+from lsp_server.cli.collection import collection_held_off
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 from lsp_server.config.loader import ConfigError, find_config_file, load_config_file
 from lsp_server.config.model import Config
@@ -166,8 +167,9 @@ def _setup_logging(level: str) -> None:
 def _run_serve(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.backends.factory import preparing_remote_backends
 
-    preparing_remote_backends()  # alongside the language server's own imports
-    from lsp_server.cli.serve import serve
+    with collection_held_off():
+        preparing_remote_backends()  # alongside the language server's own imports
+        from lsp_server.cli.serve import serve
 
     tcp = parse_host_port(args.tcp) if args.tcp else None
     ws = parse_host_port(args.ws) if args.ws else None
@@ -175,7 +177,8 @@ def _run_serve(args: argparse.Namespace, config: Config) -> int:
 
 
 def _run_gateway(args: argparse.Namespace, config: Config) -> int:
-    from lsp_server.cli.gateway import run_gateway
+    with collection_held_off():
+        from lsp_server.cli.gateway import run_gateway
 
     host = args.host or config.gateway.host
     port = args.port if args.port is not None else config.gateway.port

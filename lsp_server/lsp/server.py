@@ -36,7 +36,6 @@ from lsp_server.lsp.documents import client_units, offset_at
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
 from lsp_server.reasons import Reason
-from lsp_server.refactor.prompt import READY_INSTRUCTIONS
 
 if TYPE_CHECKING:
     from lsp_server.core.engine import Engine
@@ -513,6 +512,8 @@ def register_features(server: GatewayServer) -> None:
         only = params.context.only
         if only and not any(types.CodeActionKind.RefactorRewrite.startswith(k) for k in only):
             return []
+        from lsp_server.refactor.prompt import READY_INSTRUCTIONS  # not needed to start
+
         target = {"uri": params.text_document.uri, "range": _range_json(selection)}
         actions = [_refactor_action(REFACTOR_ACTION_TITLE, {**target, "instruction": ""})]
         for title, instruction in READY_INSTRUCTIONS:
@@ -630,6 +631,7 @@ async def ask_instruction(ls: GatewayServer) -> str | None:
     """The instruction for a refactor asked without one (editors with no input box: Neovim,
     Emacs): the person picks one of the ready instructions; None if they dismiss the question.
     A client that cannot ask gets the default instruction rather than an empty one."""
+    from lsp_server.refactor.prompt import READY_INSTRUCTIONS
     from lsp_server.refactor.service import DEFAULT_INSTRUCTION
 
     titles = {title: instruction for title, instruction in READY_INSTRUCTIONS}

@@ -61,8 +61,9 @@ class PrivacyGuard:
     ) -> Reason | None:
         """Why a prompt window `text[start:end]` around `cursor` must stay here, or None.
 
-        Keystroke after keystroke in one document: the lines around the cursor's are judged
-        through that document's `SecretMemo`, so a keystroke rescans one line.
+        Keystroke after keystroke in one document, the prompt is judged through that
+        document's `SecretMemo`: a keystroke rescans the lines around the cursor, and a moved
+        window the blocks of lines at its edges.
         """
         routing = self._routing()
         span_start, span_end = context_span(text, start, end)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -17,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from wcmatch import glob
 
+from lsp_server.privacy.secret_memo import MULTI_LINE_MARKER, SecretMemo
 from lsp_server.privacy.secret_rules import (
     SecretFinding,
     contains_secret,
@@ -25,6 +25,7 @@ from lsp_server.privacy.secret_rules import (
 )
 
 __all__ = [
+    "MULTI_LINE_MARKER",
     "PrivacyVerdict",
     "SecretFinding",
     "SecretMemo",
@@ -48,6 +49,8 @@ _GLOB_FLAGS = (
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 _DRIVE_AFTER_SLASH = re.compile(r"/[A-Za-z]:(?:/|$)")
 _LEADING_PARENTS = re.compile(r"^(?:\.\./)+")
+# Documents whose match is remembered; more, and the memory starts again.
+_REMEMBERED_PATHS = 1024
 
 
 def normalize_path(path_or_uri: str) -> str | None:
@@ -119,22 +122,38 @@ def file_system_paths(path_or_uri: str) -> tuple[str, ...]:
 class SensitivityPolicy:
     """Which documents are sensitive by their path, per `routing.sensitive_globs`.
 
-    Patterns are compiled once; matching one path against the default five takes microseconds.
-    An invalid pattern raises ValueError here, so configuration loading can report it.
+    Patterns are compiled once. Matching a document's paths against the default patterns takes
+    tens of microseconds, and every keystroke asks about the same document again, so the answer
+    for each set of paths is remembered (its paths are looked up again every time: a link may
+    change where it leads). An invalid pattern raises ValueError here, so configuration loading
+    can report it.
     """
 
     def __init__(self, globs: Sequence[str]) -> None:
         self._matchers = tuple(
             (pattern, glob.compile(pattern, flags=_GLOB_FLAGS)) for pattern in globs
         )
+        self._matches: dict[tuple[str, ...], str | None] = {}
 
     def matching_glob(self, path_or_uri: str) -> str | None:
         """The first pattern that matches the document by any of its file-system paths."""
         paths = file_system_paths(path_or_uri)
-        for pattern, matcher in self._matchers:
-            if any(matcher.match(path) for path in paths):
-                return pattern
-        return None
+        try:  # the context store's worker asks too: one lookup, never a test then a read
+            return self._matches[paths]
+        except KeyError:
+            pass
+        matched = next(
+            (
+                pattern
+                for pattern, matcher in self._matchers
+                if any(matcher.match(path) for path in paths)
+            ),
+            None,
+        )
+        if len(self._matches) >= _REMEMBERED_PATHS:
+            self._matches.clear()
+        self._matches[paths] = matched
+        return matched
 
     def is_sensitive_path(self, path_or_uri: str) -> bool:
         return self.matching_glob(path_or_uri) is not None
@@ -156,60 +175,6 @@ class PrivacyVerdict:
 
 
 _SHAREABLE = PrivacyVerdict(local_only=False)
-
-
-# The one rule whose match spans lines (`-----BEGIN … PRIVATE KEY-----` and its body).
-MULTI_LINE_MARKER = "PRIVATE KEY"
-
-
-class SecretMemo:
-    """Secret scanning for keystroke after keystroke in one document.
-
-    Between two keystrokes only the cursor's line changes; the lines before and after it are
-    the same text again. Their verdicts are remembered by value (a dictionary lookup hashes the
-    text, much cheaper than scanning it), so a keystroke rescans the cursor's line with its
-    neighbours. Every rule but the private key block looks within one line or two adjacent
-    ones (a name, and its value on the next line), so scanning the text before, the three
-    lines around the cursor and the text after apart finds what scanning them together would;
-    a prompt with a key block in it is scanned whole.
-    """
-
-    def __init__(self, capacity: int = 32) -> None:
-        self._capacity = capacity
-        self._verdicts: OrderedDict[str, str | None] = OrderedDict()
-
-    def first_secret_kind(self, prefix: str, suffix: str) -> str | None:
-        width = len(MULTI_LINE_MARKER)
-        at_cursor = prefix[-width:] + suffix[:width]
-        if (
-            MULTI_LINE_MARKER in prefix
-            or MULTI_LINE_MARKER in suffix
-            or MULTI_LINE_MARKER in at_cursor
-        ):
-            # A private key block spans lines: judge the whole prompt at once.
-            finding = first_secret(prefix + suffix)
-            return finding.kind if finding is not None else None
-        head, _, line_start = prefix.rpartition("\n")
-        line_end, _, tail = suffix.partition("\n")
-        previous_line = head.rpartition("\n")[2]
-        next_line = tail.partition("\n")[0]
-        current = first_secret(f"{previous_line}\n{line_start}{line_end}\n{next_line}")
-        if current is not None:
-            return current.kind
-        return self._remembered(head) or self._remembered(tail)
-
-    def _remembered(self, text: str) -> str | None:
-        if not text:
-            return None
-        if text in self._verdicts:
-            self._verdicts.move_to_end(text)
-            return self._verdicts[text]
-        finding = first_secret(text)
-        kind = finding.kind if finding is not None else None
-        self._verdicts[text] = kind
-        if len(self._verdicts) > self._capacity:
-            self._verdicts.popitem(last=False)
-        return kind
 
 
 def classify(

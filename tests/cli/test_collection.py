@@ -1,0 +1,37 @@
+"""`collection_held_off`: no cyclic collection while a command imports; what it imported is
+frozen afterwards, and the collector is as it was."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from lsp_server.cli.collection import collection_held_off
+
+
+@pytest.fixture(autouse=True)
+def unfrozen() -> Iterator[None]:
+    yield
+    gc.unfreeze()  # the rest of the suite collects as usual
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collection_is_held_off_inside_and_restored_after(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with collection_held_off():
+            assert not gc.isenabled()
+            kept = [object() for _ in range(10)]
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_the_collector_comes_back_when_the_imports_fail() -> None:
+    with pytest.raises(ImportError), collection_held_off():
+        raise ImportError("no such module")
+    assert gc.isenabled()
