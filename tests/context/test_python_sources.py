@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lsp_server.backends.base import ContextChunk
 from lsp_server.config.model import RoutingConfig
 from lsp_server.context.python_definitions import module_definitions
 from lsp_server.context.python_imports import Imported, import_statements, imports_of
@@ -51,6 +52,16 @@ def test_definitions_keep_the_written_signature_and_one_docstring_line() -> None
     assert module_definitions("def broken(:\n") is None
 
 
+def context_at_end(root: Path, main: Path, text: str) -> tuple[ContextChunk, ...]:
+    """The chunks a prompt at the end of `text`, open as `main` in workspace `root`, gets."""
+    config = RoutingConfig()
+    store = ContextStore(PrivacyGuard(lambda: config))
+    store.set_workspace_folders([root.as_uri()])
+    store.opened(main.as_uri(), text, "python")
+    store.gather_now()
+    return store.ranked(main.as_uri(), text, (0, len(text)), len(text), 4000)
+
+
 def test_relative_and_package_imports_resolve_inside_the_workspace(tmp_path: Path) -> None:
     package = tmp_path / "app"
     package.mkdir()
@@ -58,12 +69,7 @@ def test_relative_and_package_imports_resolve_inside_the_workspace(tmp_path: Pat
     (package / "models.py").write_text("class Order:\n    def total(self) -> int: ...\n")
     main = package / "views.py"
     text = "from . import make_app, models\nfrom .models import Order\n\nOrder().tot"
-    config = RoutingConfig()
-    store = ContextStore(PrivacyGuard(lambda: config))
-    store.set_workspace_folders([tmp_path.as_uri()])
-    store.opened(main.as_uri(), text, "python")
-    store.gather_now()
-    chunks = store.ranked(main.as_uri(), text, (0, len(text)), len(text), 4000)
+    chunks = context_at_end(tmp_path, main, text)
     paths = {chunk.path for chunk in chunks}
     assert paths == {"app/__init__.py", "app/models.py"}
     assert any("def total(self) -> int:" in chunk.text for chunk in chunks)
@@ -79,12 +85,7 @@ def test_an_absolute_import_resolves_from_a_package_deeper_than_the_workspace(
     (package / "models.py").write_text("class Invoice:\n    def total(self) -> int: ...\n")
     main = package / "views.py"
     text = "from invoices import models\n\nmodels.Invoice().tot"
-    config = RoutingConfig()
-    store = ContextStore(PrivacyGuard(lambda: config))
-    store.set_workspace_folders([tmp_path.as_uri()])
-    store.opened(main.as_uri(), text, "python")
-    store.gather_now()
-    chunks = store.ranked(main.as_uri(), text, (0, len(text)), len(text), 4000)
+    chunks = context_at_end(tmp_path, main, text)
     assert [chunk.path for chunk in chunks] == ["services/billing/invoices/models.py"]
 
 
