@@ -303,7 +303,14 @@ async function waitForFrameText(page, text, budgetMs) {
   const deadline = Date.now() + budgetMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
-      const shown = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+      // A webview's frames come and go while it loads: one detached since `frames()` makes
+      // `evaluate` throw at once, not reject, so both are caught.
+      let shown = "";
+      try {
+        shown = await frame.evaluate(() => document.body?.innerText ?? "");
+      } catch {
+        shown = "";
+      }
       if (shown.includes(text)) {
         return shown;
       }
