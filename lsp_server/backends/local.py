@@ -545,8 +545,8 @@ class LocalBackend(LocalModel):
         budget -= len(context)
         if self._config.window_tokens:
             budget = min(budget, self._config.window_tokens)
-        indent = indent_to_heal(request)
-        prefix = _plain_tokens(llm, request.prefix[: len(request.prefix) - len(indent)])
+        healed_prefix = request.prefix[: len(request.prefix) - len(indent_to_heal(request))]
+        prefix = _plain_tokens(llm, healed_prefix)
         if self._fim_tokens is None:
             return self._bos + context + _keep_tail(prefix, budget)
         fim_pre, fim_suf, fim_mid = self._fim_tokens
@@ -557,7 +557,6 @@ class LocalBackend(LocalModel):
             tokens = [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
         else:
             tokens = [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
-        healed_prefix = request.prefix[: len(request.prefix) - len(indent)]
         self._anchor = MiddleAnchor(healed_prefix, request.suffix, request.context, tuple(tokens))
         return tokens
 

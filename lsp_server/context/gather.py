@@ -169,7 +169,8 @@ class Gatherer:
             if not any(folder.is_relative_to(root) for root in roots):
                 break
             above.append(folder)
-        return [*roots, *(root / "src" for root in roots), *above]
+        # A workspace folder is also a folder above the file: each is tried once.
+        return list(dict.fromkeys([*roots, *(root / "src" for root in roots), *above]))
 
     def _module(self, module_path: Path) -> tuple[str, str, dict[str, Definition]] | None:
         """(real path, relative path, definitions) of a module file inside the workspace that

@@ -149,12 +149,15 @@ class ContextStore:
             *(chunk for chunk in self.edits if not repeats_window(chunk)),
         ]
         given = self._given.get(uri)
-        if given is not None and given.still_fits(first_line, budget_tokens, candidates):
+        sticky_lines = self.settings.sticky_lines
+        if given is not None and given.still_fits(
+            first_line, budget_tokens, candidates, sticky_lines
+        ):
             return given.chunks
         ranked = rank(candidates, identifiers(cursor))
         limit = self.settings.max_prompt_chunks
         chosen = prompt_chunks(ranked, budget_tokens, limit, text[window[0] : window[1]])
-        given = _Given(first_line, budget_tokens, chosen, self.settings.sticky_lines)
+        given = _Given(first_line, budget_tokens, chosen)
         _put(self._given, uri, given, self.settings.max_documents)
         return chosen
 
@@ -334,12 +337,13 @@ class _Given:
     first_line: int
     budget_tokens: int
     chunks: tuple[ContextChunk, ...]
-    sticky_lines: int
 
-    def still_fits(self, first_line: int, budget_tokens: int, held: Sequence[Chunk]) -> bool:
+    def still_fits(
+        self, first_line: int, budget_tokens: int, held: Sequence[Chunk], sticky_lines: int
+    ) -> bool:
         if not self.chunks or budget_tokens != self.budget_tokens:
             return False
-        if abs(first_line - self.first_line) > self.sticky_lines:
+        if abs(first_line - self.first_line) > sticky_lines:
             return False
         texts = {(chunk.path, chunk.text) for chunk in held}
         return all((chunk.path, chunk.text) in texts for chunk in self.chunks)
