@@ -37,8 +37,8 @@ def remote_backend(config: EndpointConfig) -> Backend:
 def preparing_remote_backends() -> Future[None]:
     """Start importing the HTTP backends and setting up what their clients share, once, on a
     thread of its own. Done by the first client on the event loop, this costs the first
-    keystroke more than its deadline; started with the process, it is done by the time the
-    editor has its `initialize` answer."""
+    keystroke more than its deadline; the language server starts it once its `initialize`
+    answer is out, and a keystroke that comes sooner waits for it within its deadline."""
     prepared: Future[None] = Future()
 
     def prepare() -> None:

@@ -21,6 +21,7 @@ log = logging.getLogger("gateway-ls")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _without_httpx_command_line()
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -35,6 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_FAILURE
+
+
+def _without_httpx_command_line() -> None:
+    """httpx imports its own command-line client with itself whenever click, rich and pygments
+    are installed (a development environment has them): tens of milliseconds and several
+    megabytes that no command here uses. A `None` in `sys.modules` makes that import fail,
+    which httpx expects when they are missing."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 def load_config(cli_path: str | None) -> Config:
@@ -165,10 +174,7 @@ def _setup_logging(level: str) -> None:
 
 
 def _run_serve(args: argparse.Namespace, config: Config) -> int:
-    from lsp_server.backends.factory import preparing_remote_backends
-
     with collection_held_off():
-        preparing_remote_backends()  # alongside the language server's own imports
         from lsp_server.cli.serve import serve
 
     tcp = parse_host_port(args.tcp) if args.tcp else None

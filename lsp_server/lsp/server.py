@@ -105,11 +105,13 @@ class GatewayServer(LanguageServer):
 
     @staticmethod
     async def _prepare() -> None:
-        """The core's import begins once the `initialize` answer is written (a task's first
-        step runs on the loop's next turn): imports hold the interpreter lock, and begun any
-        earlier they would delay the answer the editor waits for."""
+        """The HTTP stack's and the core's imports begin once the `initialize` answer is
+        written (a task's first step runs on the loop's next turn): imports hold the
+        interpreter lock, and begun any earlier, even on a thread, they delay the answer the
+        editor waits for by their whole length."""
+        http_stack = asyncio.wrap_future(preparing_remote_backends())
         await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
-        await asyncio.wrap_future(preparing_remote_backends())
+        await http_stack
 
     async def start_services_when_prepared(self) -> None:
         if self._prepared is not None:
