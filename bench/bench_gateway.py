@@ -2,8 +2,11 @@
 and through the gateway, alternately, in one run, over keep-alive connections.
 
 The endpoint is the tests' scripted OpenAI-compatible server answering at once, so the numbers
-are the gateway's own cost (HTTP in, routing, the upstream call as a stream, HTTP out). Each
-server runs as its own process, as in real use. When a `litellm` command is on PATH (or named by
+are the gateway's own cost (HTTP in, routing, the upstream call as a stream, HTTP out). The
+floor (`bench/floor_proxy.py`) is measured alongside: one Starlette route on uvicorn passing
+the body to the endpoint with httpx, the least a Python gateway on this stack does, so the
+stack's cost is told apart from gateway-ls's own. Each server runs as its own process, as in
+real use. When a `litellm` command is on PATH (or named by
 $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for comparison.
 
 Run from the repository root: `python -m bench.bench_gateway [--requests 500]`.
@@ -122,6 +125,13 @@ def gateway(
     return process([*args, "--port", str(port)], ready, workdir / "gateway.log")
 
 
+def floor_proxy(
+    workdir: Path, port: int, endpoint_url: str
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    args = [sys.executable, "-m", "bench.floor_proxy", str(port), endpoint_url]
+    return process(args, f"http://127.0.0.1:{port}/healthz", workdir / "floor.log")
+
+
 def litellm_command() -> str | None:
     return os.environ.get("LITELLM") or shutil.which("litellm")
 
@@ -190,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=500, help="measured requests per path")
     args = parser.parse_args(argv)
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
+    floor_port = free_port()
     endpoint_url = f"http://127.0.0.1:{endpoint_port}/v1"
     command = litellm_command()
     with contextlib.ExitStack() as stack:
@@ -198,9 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         gateway_process = psutil.Process(
             stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
         )
+        stack.enter_context(floor_proxy(workdir, floor_port, endpoint_url))
         paths = [
             ("endpoint, direct", f"{endpoint_url}/completions", "fake-model", "unused"),
             ("gateway-ls gateway -> endpoint", local_url(gateway_port), "gateway-ls", "unused"),
+            ("floor proxy -> endpoint", local_url(floor_port), "fake-model", "unused"),
         ]
         if command is not None:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
@@ -222,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "met" if added <= TARGET_ADDED_P50_MS else "missed"
     print(
         f"\ngateway-ls adds {added:.2f} ms at p50 (target <= {TARGET_ADDED_P50_MS} ms: {verdict})"
+    )
+    floor_p50 = percentile(targets[2].samples_ms, 50)
+    print(
+        f"  the floor proxy (Starlette on uvicorn, httpx upstream) adds "
+        f"{floor_p50 - percentile(targets[0].samples_ms, 50):.2f} ms; gateway-ls over it "
+        f"{percentile(targets[1].samples_ms, 50) - floor_p50:.2f} ms"
     )
     upstream_p50 = status["endpoints"][0]["p50_ms"]
     gateway_p50 = percentile(targets[1].samples_ms, 50)

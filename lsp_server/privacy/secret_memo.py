@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
+from itertools import compress, count, repeat
+from operator import lt, mod
 from typing import TypeVar
 from zlib import crc32
 
@@ -42,13 +44,12 @@ _Key = TypeVar("_Key")
 
 
 def blocks(lines: list[bytes]) -> Iterator[tuple[int, int]]:
-    """The first and last index of each block of `lines`."""
-    checksums = map(crc32, lines)
-    ends = [
-        index
-        for index, (checksum, line) in enumerate(zip(checksums, lines, strict=True))
-        if checksum % _BLOCK_BYTES < len(line)
-    ]
+    """The first and last index of each block of `lines`.
+
+    A line ends a block when `crc32(line) % _BLOCK_BYTES < len(line)`, worked out with `map`
+    and `compress` so that the loop over lines runs in C: it runs on every moved cursor."""
+    chances = map(mod, map(crc32, lines), repeat(_BLOCK_BYTES))
+    ends = compress(count(), map(lt, chances, map(len, lines)))
     first = 0
     for end in (*ends, len(lines) - 1):
         if end >= first:

@@ -1,0 +1,57 @@
+"""The least an OpenAI-compatible gateway in Python does for a completion: the floor that
+`bench_gateway` measures gateway-ls against.
+
+One Starlette route on uvicorn (on uvloop, as the gateway runs) that sends the client's body on
+to the endpoint with an httpx `AsyncClient` and returns the endpoint's answer as it came: no
+routing, privacy, streaming, cleaning or accounting. What it adds over the direct request is
+what the HTTP server, the framework and the HTTP client cost in this interpreter; what
+gateway-ls adds over it is its own.
+
+Run as `python -m bench.floor_proxy PORT UPSTREAM_BASE_URL`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from lsp_server.event_loop import run_on_fastest_loop
+
+
+def floor_app(upstream_base_url: str, model: str) -> Starlette:
+    client = httpx.AsyncClient(base_url=upstream_base_url.rstrip("/") + "/", timeout=30)
+
+    async def completions(request: Request) -> Response:
+        body = await request.json()
+        answer = await client.post("completions", json={**body, "model": model})
+        return Response(answer.content, answer.status_code, media_type="application/json")
+
+    async def healthz(request: Request) -> Response:
+        return Response("ok")
+
+    routes = [Route("/v1/completions", completions, methods=["POST"]), Route("/healthz", healthz)]
+    return Starlette(routes=routes)
+
+
+def main() -> int:
+    port, upstream = int(sys.argv[1]), sys.argv[2]
+    config = uvicorn.Config(
+        floor_app(upstream, "fake-model"),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    run_on_fastest_loop(uvicorn.Server(config).serve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
