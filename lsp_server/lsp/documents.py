@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import accumulate
 
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
@@ -27,11 +28,14 @@ def lsp_lines(text: str) -> tuple[str, ...]:
 
 
 class LspTextDocument(TextDocument):
-    """Also remembers its lines until the text changes: a keystroke's didChange and the
-    inline request after it would otherwise split the whole document twice."""
+    """Also remembers its lines, and where each begins, until the text changes: a keystroke's
+    didChange and the inline request after it would otherwise split the whole document twice,
+    and each position would add up the lengths of every line above it."""
 
     _lines_of: str | None = None
     _lines: tuple[str, ...] = ()
+    _starts_of: str | None = None
+    _starts: tuple[int, ...] = ()
 
     @property
     def lines(self) -> Sequence[str]:
@@ -39,6 +43,16 @@ class LspTextDocument(TextDocument):
         if source is not self._lines_of:
             self._lines, self._lines_of = lsp_lines(source), source
         return self._lines
+
+    def line_start(self, line: int) -> int:
+        """The str offset at which `line` (an index into `lines`) begins."""
+        lines = self.lines
+        if self._starts_of is not self._lines_of:
+            self._starts, self._starts_of = (
+                tuple(accumulate(map(len, lines), initial=0)),
+                self._lines_of,
+            )
+        return self._starts[line]
 
 
 class LspWorkspace(Workspace):
@@ -65,8 +79,13 @@ def offset_at(document: TextDocument, position: types.Position) -> int:
     if position.line >= len(lines):
         return len(document.source)
     line = max(0, position.line)
-    start = sum(len(text) for text in lines[:line])
+    if isinstance(document, LspTextDocument):
+        start = document.line_start(line)
+    else:
+        start = sum(len(text) for text in lines[:line])
     content = lines[line].rstrip("\r\n")
+    if content.isascii():  # one code unit per character in every encoding
+        return start + min(max(0, position.character), len(content))
     codec = document.position_codec
     units = 0
     for index, char in enumerate(content):
