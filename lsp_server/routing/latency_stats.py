@@ -134,6 +134,11 @@ class EndpointStats:
     measured: bool = False  # a whole sample seen (not only lost races' lower bounds)
     last_sample_at: float | None = None  # monotonic time of the last attempt's end
     updated_at: float = 0.0  # Unix time of the last latency sample, for snapshots
+    # `recent_first_token_ms` in order, until a sample comes: a keystroke asks for its
+    # percentiles three times (hedge delay, race, deadline), a sort of `WINDOW` samples each.
+    _ordered_first_token: list[float] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def record_success(
         self, *, first_token_ms: float | None, total_ms: float, tokens: int, won: bool
@@ -153,7 +158,7 @@ class EndpointStats:
         self.measured = True
         if first_token_ms is not None:
             self.first_token_ms.add(first_token_ms)
-            self.recent_first_token_ms.append(first_token_ms)
+            self._note_first_token(first_token_ms)
             if tokens > 1:
                 self.ms_per_token.add(max(0.0, total_ms - first_token_ms) / (tokens - 1))
         self.total_ms.add(total_ms)
@@ -174,7 +179,7 @@ class EndpointStats:
             self.ttft.add(math.log(max(first_token_ms, 0.1)))
             self.measured = True
             self.first_token_ms.add(first_token_ms)
-            self.recent_first_token_ms.append(first_token_ms)
+            self._note_first_token(first_token_ms)
         else:
             self.ttft.add_lower_bound(math.log(max(at_least_ms, 0.1)))
             current = self.total_ms.value
@@ -197,7 +202,13 @@ class EndpointStats:
         return _percentile(self.recent_total_ms, q)
 
     def first_token_percentile(self, q: float) -> float | None:
-        return _percentile(self.recent_first_token_ms, q)
+        if self._ordered_first_token is None:
+            self._ordered_first_token = sorted(self.recent_first_token_ms)
+        return _percentile_of_ordered(self._ordered_first_token, q)
+
+    def _note_first_token(self, first_token_ms: float) -> None:
+        self.recent_first_token_ms.append(first_token_ms)
+        self._ordered_first_token = None
 
     def forgive_errors(self) -> None:
         """A recovered endpoint starts afresh: its past outage no longer weighs on its rank."""
@@ -263,8 +274,11 @@ class EndpointStats:
 
 
 def _percentile(samples: deque[float], q: float) -> float | None:
-    if not samples:
+    return _percentile_of_ordered(sorted(samples), q)
+
+
+def _percentile_of_ordered(ordered: list[float], q: float) -> float | None:
+    if not ordered:
         return None
-    ordered = sorted(samples)
     index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
     return ordered[index]
