@@ -51,7 +51,9 @@ def preparing_remote_backends() -> Future[None]:
         else:
             prepared.set_result(None)
 
-    threading.Thread(target=prepare, name="prepare-http", daemon=True).start()
+    # Not a daemon: one still importing when the interpreter shuts down (an `exit` right after
+    # `initialize`) can crash it, where this way the exit waits for the import to end.
+    threading.Thread(target=prepare, name="prepare-http", daemon=False).start()
     return prepared
 
 
