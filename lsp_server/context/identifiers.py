@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Two characters or more: one-letter names say nothing either.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 # Words every file of a language is full of; they say nothing about what a piece is about.
 _COMMON = frozenset(
     {
@@ -20,8 +21,7 @@ _COMMON = frozenset(
 
 def identifiers(text: str) -> frozenset[str]:
     """The distinct identifiers in `text`, common keywords and one-letter names left out."""
-    words = set(_IDENTIFIER.findall(text)) - _COMMON
-    return frozenset(word for word in words if len(word) > 1)
+    return frozenset(_IDENTIFIER.findall(text)).difference(_COMMON)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
