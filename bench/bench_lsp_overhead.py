@@ -12,7 +12,8 @@ same HTTP request, so what the client, pygls and the two pipe hops cost is told 
 what gateway-ls's own layers cost. The three are interleaved so the machine's noise falls on
 all alike.
 
-Idle memory: the server's RSS after initialisation, with the local model disabled (never loaded).
+Idle memory: the server's RSS after initialisation, once it has stopped growing, with the local
+model disabled (never loaded).
 Start-up: from spawning the process to the `initialize` response, median of several starts,
 next to the floor every pygls server pays: starting Python and importing pygls and lsprotocol.
 
@@ -107,6 +108,19 @@ def server_process(client: LanguageClient) -> psutil.Process:
     return psutil.Process(client._server.pid)  # type: ignore[union-attr]
 
 
+async def settled_rss_mb(process: psutil.Process, quiet_s: float = 1.0) -> float:
+    """The RSS once it has not grown for `quiet_s`: what the server imports once `initialize`
+    is answered (the HTTP stack, the core) counts as idle memory too."""
+    deadline = time.monotonic() + 15
+    rss, since = process.memory_info().rss, time.monotonic()
+    while time.monotonic() - since < quiet_s and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+        now = process.memory_info().rss
+        if now > rss:
+            rss, since = now, time.monotonic()
+    return rss / 2**20
+
+
 @contextmanager
 def zero_latency_endpoint() -> Iterator[str]:
     """A `FakeLLMServer` in its own process; yields its OpenAI base URL."""
@@ -188,7 +202,7 @@ async def measure_overhead(requests: int, workdir: Path) -> Overhead:
         ):
             await initialize(client, workdir)
             await initialize(floor_client, workdir)
-            rss_idle_mb = server_process(client).memory_info().rss / 2**20
+            rss_idle_mb = await settled_rss_mb(server_process(client))
             uri = (workdir / "keystrokes.py").as_uri()
             source = "".join(f"value_{i} = \n" for i in range(LINES))
             client.text_document_did_open(
