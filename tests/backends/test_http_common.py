@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from httpx_sse import EventSource
 
 from lsp_server.backends import http_common
 from lsp_server.backends.base import BackendError, token_count
@@ -89,3 +90,42 @@ async def test_an_unknown_encoding_is_refused() -> None:
     response = sse_response([b"whatever"], {"content-encoding": "br"})
     with pytest.raises(BackendError, match="unsupported content-encoding"):
         await payloads(response)
+
+
+# Line breaks of all three kinds, comments, fields without a space, an event name, a multi-line
+# data field, an id, retry values good and bad, a lone field name, non-ASCII split mid-character.
+_AWKWARD_STREAM = (
+    ": a comment\r\n"
+    'event: delta\r\ndata: {"a": 1}\r\n\r\n'
+    'data:{"b": "é😀"}\rid: 7\r\r'
+    "data: first\ndata: second\nretry: 40\n\n"
+    "retry: soon\ndata\n\n"
+    "data: [DONE]\n\n"
+).encode()
+
+
+async def events_of(response: httpx.Response) -> list[tuple[str, str, str, int | None]]:
+    return [
+        (event.event, event.data, event.id, event.retry)
+        async for event in http_common.sse_events("e", response)
+    ]
+
+
+async def test_events_are_read_as_httpx_sse_reads_them_however_the_bytes_are_split() -> None:
+    expected = [
+        (event.event, event.data, event.id, event.retry)
+        async for event in EventSource(sse_response([_AWKWARD_STREAM])).aiter_sse()
+    ]
+    assert len(expected) == 5
+    for cut in range(1, len(_AWKWARD_STREAM)):
+        chunks = [_AWKWARD_STREAM[:cut], _AWKWARD_STREAM[cut:]]
+        assert await events_of(sse_response(chunks)) == expected, cut
+    one_byte_each = [_AWKWARD_STREAM[i : i + 1] for i in range(len(_AWKWARD_STREAM))]
+    assert await events_of(sse_response(one_byte_each)) == expected
+
+
+async def test_a_body_that_is_not_an_event_stream_is_a_protocol_fault() -> None:
+    response = sse_response([b'{"choices": []}'], {"content-type": "application/json"})
+    with pytest.raises(BackendError, match="not an SSE stream") as raised:
+        await events_of(response)
+    assert raised.value.kind == "protocol"

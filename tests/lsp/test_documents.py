@@ -37,6 +37,16 @@ def test_positions_are_utf16_and_clamped_to_the_line() -> None:
     assert offset_at(doc, types.Position(line=9, character=0)) == len(doc.source)
 
 
+def test_positions_on_plain_lines_after_wide_ones_count_every_line_above() -> None:
+    doc = document("é😀\r\nabc\n\ttab\n")
+    assert offset_at(doc, types.Position(line=1, character=2)) == len("é😀\r\nab")
+    assert offset_at(doc, types.Position(line=1, character=99)) == len("é😀\r\nabc")
+    assert offset_at(doc, types.Position(line=2, character=1)) == len("é😀\r\nabc\n\t")
+    # A new text: its lines and their starts are new too.
+    doc.apply_change(types.TextDocumentContentChangeWholeDocument(text="x\n" + doc.source))
+    assert offset_at(doc, types.Position(line=2, character=0)) == len("x\né😀\r\n")
+
+
 def test_incremental_change_after_a_form_feed_lands_on_the_right_line() -> None:
     doc = document("a\x0cb\nc\n")
     doc.apply_change(

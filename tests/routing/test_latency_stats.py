@@ -42,6 +42,18 @@ def test_percentiles_are_nearest_rank_over_the_window() -> None:
     assert stats.percentile(0.0) == 1.0
 
 
+def test_first_token_percentiles_follow_each_new_sample() -> None:
+    stats = EndpointStats()
+    for sample in (10.0, 20.0, 30.0):
+        stats.record_success(first_token_ms=sample, total_ms=sample + 5, tokens=2, won=True)
+    assert stats.first_token_percentile(1.0) == 30.0
+    stats.record_censored(500.0, first_token_ms=90.0)  # a lost race whose first token came
+    assert stats.first_token_percentile(1.0) == 90.0
+    stats.record_success(first_token_ms=5.0, total_ms=9.0, tokens=2, won=True)
+    assert stats.first_token_percentile(0.0) == 5.0
+    assert stats.first_token_percentile(0.5) == 20.0
+
+
 def test_percentiles_cover_only_the_recent_window() -> None:
     stats = EndpointStats()
     for _ in range(WINDOW):
