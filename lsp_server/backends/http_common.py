@@ -11,7 +11,7 @@ import re
 import ssl
 import time
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -345,13 +345,12 @@ async def sse_events(endpoint: str, response: httpx.Response) -> AsyncIterator[S
     straight from the body: through `EventSource` each chunk went through four more generators
     (httpx's bytes, text and line layers over a response made to carry the bounds), which cost
     more than the parsing itself on every event of every stream."""
-    content_type = response.headers.get("content-type", "").partition(";")[0]
-    if "text/event-stream" not in content_type:
+    if not is_event_stream(response):
         raise BackendError(
             endpoint,
             FailureKind.PROTOCOL,
             "not an SSE stream: Expected response header Content-Type to contain "
-            f"'text/event-stream', got {content_type!r}",
+            f"'text/event-stream', got {_media_type(response)!r}",
         )
     bounds = _EventBounds(endpoint)
     text = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
@@ -360,16 +359,25 @@ async def sse_events(endpoint: str, response: httpx.Response) -> AsyncIterator[S
     try:
         async for chunk in chunks:
             bounds.count(chunk)
-            decoded = text.decode(chunk)
-            for line in lines.decode(decoded) if decoded else ():
-                if (event := events.decode(line)) is not None:
-                    yield event
-        decoded = text.decode(b"", True)
-        for line in (*(lines.decode(decoded) if decoded else ()), *lines.flush()):
-            if (event := events.decode(line)) is not None:
+            for event in _events_completed(text.decode(chunk), lines, events):
                 yield event
+        for event in _events_completed(text.decode(b"", True), lines, events, at_end=True):
+            yield event
     finally:
         await chunks.aclose()
+
+
+def _events_completed(
+    text: str, lines: SSELineDecoder, events: SSEDecoder, *, at_end: bool = False
+) -> Iterator[ServerSentEvent]:
+    """The events that `text`, read on from where the decoders stand, completes; `at_end`, the
+    stream's last text, also ends its last line."""
+    read = lines.decode(text) if text else []
+    if at_end:
+        read += lines.flush()
+    for line in read:
+        if (event := events.decode(line)) is not None:
+            yield event
 
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
@@ -451,7 +459,13 @@ async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator
 
 
 def is_event_stream(response: httpx.Response) -> bool:
-    return "text/event-stream" in response.headers.get("content-type", "")
+    """Whether the media type (not a parameter of it) names an event stream, as httpx-sse
+    checks it."""
+    return "text/event-stream" in _media_type(response)
+
+
+def _media_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").partition(";")[0]
 
 
 async def _read_limited(endpoint: str, response: httpx.Response, limit: int) -> bytes:
