@@ -35,6 +35,7 @@ pytestmark = pytest.mark.editor
 REPO = Path(__file__).resolve().parents[2]
 INIT = Path(__file__).with_name("neovim") / "init.lua"
 OFFLINE_EXAMPLE = REPO / "examples" / "offline.toml"
+NEXT_EDIT_PLUGIN = REPO / "clients" / "neovim"
 STARTUP_S = 60.0  # Python and the server starting on a loaded machine; no latency assertion
 MODEL_S = 240.0  # the bundled model loading on a loaded machine
 T = TypeVar("T")
@@ -64,16 +65,20 @@ def wait_for(probe: Callable[[], T], timeout_s: float, what: str) -> T:
 
 
 @contextlib.contextmanager
-def neovim(tmp_path: Path, config: Path) -> Iterator[Any]:
-    """A headless Neovim with gateway-ls configured as its Python language server."""
+def neovim(
+    tmp_path: Path, config: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[Any]:
+    """A headless Neovim with gateway-ls configured as its Python language server, and the
+    next-edit plugin of clients/neovim loaded."""
     binary = neovim_binary()
     socket = tmp_path / "nvim.sock"
-    env = server_env(tmp_path)
+    env = server_env(tmp_path, extra_env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     setup = {
         "cmd": [sys.executable, "-m", "lsp_server", "serve", "--config", str(config)],
         "root": str(tmp_path),
         "env": {"PYTHONPATH": env["PYTHONPATH"]},
+        "plugin": str(NEXT_EDIT_PLUGIN),
     }
     with (tmp_path / "nvim-stderr.log").open("wb") as stderr:
         process = subprocess.Popen(
