@@ -107,11 +107,12 @@ try {
   await shot("ghost-text");
 
   if (plan.suggestWidget) {
+    steps.push("opening the suggest widget");
     report.suggestRows = await suggestWidgetRows(page);
     steps.push("the suggest widget listed its rows");
     await shot("suggest-widget");
     await page.keyboard.press("Escape");
-    await page.waitForSelector(".editor-widget.suggest-widget.visible", { hidden: true });
+    steps.push("closed the suggest widget");
     // Escape may have hidden the ghost text too: retype the last character to bring it back.
     const shown = await ghostText(page, '.monaco-editor [class*="ghost-text"]');
     if (!shown.includes(plan.ghostText) || shown.trim() === "") {
@@ -220,10 +221,14 @@ async function suggestWidgetRows(page) {
   await page.keyboard.down("Control");
   await page.keyboard.press("Space");
   await page.keyboard.up("Control");
-  await page.waitForSelector(".editor-widget.suggest-widget.visible", { visible: true });
-  await page.waitForFunction(
-    () => !(document.querySelector(".suggest-widget .message")?.textContent ?? "").includes("Loading"),
-  );
+  await page.waitForSelector(".suggest-widget .monaco-list-row, .suggest-widget .message", {
+    visible: true,
+  });
+  await page.waitForFunction(() => {
+    const message = /** @type {HTMLElement | null} */ (document.querySelector(".suggest-widget .message"));
+    const shown = message !== null && message.offsetParent !== null;
+    return !shown || !(message.textContent ?? "").includes("Loading");
+  });
   // A provider answering late adds its rows to an open widget: give one a moment.
   await new Promise((resolve) => setTimeout(resolve, 2000));
   return page.$$eval(".suggest-widget .monaco-list-row", (rows) =>
