@@ -55,7 +55,7 @@ from lsp_server.gateway.responses_wire import (
 )
 from lsp_server.reasons import Reason
 from lsp_server.routing.chat_route import ChatFailed, ChatRouted, EventSink
-from lsp_server.routing.decision_log import Decision, now_iso
+from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
 from lsp_server.routing.router import Router
 
@@ -272,13 +272,13 @@ class Responses:
 
 
 class _PassThrough:
-    """What a passed-through request did, told to the endpoint's statistics and breaker and
-    to the decision log, as a chat's attempt is."""
+    """What a passed-through request did, told to the router's outcome recorder as a chat's
+    attempt is."""
 
     def __init__(
         self, router: Router, endpoint: Endpoint, reason: Reason, uri: str, started: float
     ) -> None:
-        self.router = router
+        self.outcomes = router.outcomes
         self.endpoint = endpoint
         self.reason = reason
         self.uri = uri
@@ -286,6 +286,7 @@ class _PassThrough:
         self.events = 0
         self._first_ms: float | None = None
         self._settled = False
+        self.outcomes.request_started(kind=DecisionKind.CHAT)
 
     def first_event(self) -> None:
         self._first_ms = (time.monotonic() - self.started) * 1000
@@ -295,44 +296,44 @@ class _PassThrough:
             return
         self._settled = True
         usage = response.get("usage") if isinstance(response, dict) else None
-        tokens = usage.get("output_tokens", 0) if isinstance(usage, dict) else 0
-        tokens = tokens if isinstance(tokens, int) and tokens >= 0 else 0
-        total_ms = (time.monotonic() - self.started) * 1000
-        self.endpoint.stats.record_success(
-            first_token_ms=self._first_ms, total_ms=total_ms, tokens=tokens, won=True
+        self.outcomes.success(
+            endpoint=self.endpoint,
+            first_token_ms=self._first_ms,
+            total_ms=(time.monotonic() - self.started) * 1000,
+            tokens=_count(usage, "output_tokens"),
+            won=True,
         )
-        self.endpoint.breaker.record_success()
-        self._decide(self.endpoint.name, self.reason, tokens, None)
+        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
+        self.outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=self.endpoint,
+            reason=self.reason,
+            started=self.started,
+            prompt_tokens=_count(usage, "input_tokens"),
+            tokens=_count(usage, "output_tokens"),
+            uri=self.uri,
+        )
 
     def failed(self, error: BackendError) -> None:
         if self._settled:
             return
         self._settled = True
-        self.endpoint.stats.record_failure()
-        self.endpoint.breaker.record_failure(error.retry_after_s)
-        self.endpoint.last_error = error.message
-        self._decide(
-            None, Reason.FAILED, 0, f"{error.endpoint}: {error.kind.value}: {error.message}"
+        self.outcomes.failure(endpoint=self.endpoint, error=error)
+        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
+        self.outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=None,
+            reason=Reason.FAILED,
+            started=self.started,
+            uri=self.uri,
+            detail=str(error),
         )
 
-    def _decide(
-        self, endpoint: str | None, reason: Reason, tokens: int, detail: str | None
-    ) -> None:
-        latency_ms = round((time.monotonic() - self.started) * 1000, 2)
-        self.router.decisions.add(
-            Decision(
-                now_iso(),
-                "chat",
-                endpoint,
-                reason,
-                latency_ms,
-                tokens,
-                0.0,
-                self.uri,
-                False,
-                detail,
-            )
-        )
+
+def _count(usage: Any, key: str) -> int:
+    """A token count from a Responses `usage` object; 0 when absent or not a count."""
+    value = usage.get(key, 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _failure(failed: ChatFailed) -> tuple[str, str]:

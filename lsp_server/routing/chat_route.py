@@ -48,9 +48,9 @@ from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import Config
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
-from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
-from lsp_server.routing.shared_state import SharedState
+from lsp_server.routing.outcomes import Outcomes
 
 log = logging.getLogger(__name__)
 
@@ -151,19 +151,13 @@ class ChatRoute:
     def __init__(
         self,
         pool: EndpointPool,
-        decisions: DecisionLog,
+        outcomes: Outcomes,
         *,
         config: Callable[[], Config],
-        record_failure: Callable[[Endpoint, BackendError], None],
-        shared: Callable[[], SharedState | None],
     ) -> None:
         self._pool = pool
-        self._decisions = decisions
+        self._outcomes = outcomes
         self._config = config
-        self._record_failure = record_failure
-        self._shared = shared
-        self.requests = 0
-        self.hedged = 0
 
     # -- choosing --------------------------------------------------------------------------
 
@@ -281,7 +275,7 @@ class ChatRoute:
         as it is asked, `on_event` each text or tool-call piece of the answer as it comes.
         Raises `ChatFailed` when none answered."""
         started = time.monotonic()
-        self.requests += 1
+        self._outcomes.request_started(kind=DecisionKind.CHAT)
         deadline_s = self._config().routing.refactor_deadline_ms / 1000
         errors: list[BackendError] = []
         queue = list(plan.candidates)
@@ -300,12 +294,12 @@ class ChatRoute:
             )
             if len(attempts) > 1:
                 hedged = True
-                self.hedged += 1
                 queue.remove(attempts[1].endpoint)
             winner = next((a for a in attempts if a.calls is not None and _done(a)), None)
             for attempt in attempts:
                 self._settle(attempt, won=attempt is winner, errors=errors)
             if winner is not None:
+                self._outcomes.request_ended(kind=DecisionKind.CHAT, hedged=hedged)
                 reason = plan.reason if index == 0 else Reason.FALLBACK
                 if hedged and winner.endpoint is not primary:
                     reason = Reason.HEDGE_WIN
@@ -313,21 +307,17 @@ class ChatRoute:
             if any(a.passed_on for a in attempts):
                 break  # what reached the caller cannot be taken back
             index += 1
-        latency_ms = (time.monotonic() - started) * 1000
+        self._outcomes.request_ended(kind=DecisionKind.CHAT, hedged=hedged)
         detail = "; ".join(f"{e.endpoint}: {e.kind.value}: {e.message}" for e in errors)
-        failed = Decision(
-            now_iso(),
-            "chat",
-            None,
-            Reason.FAILED,
-            round(latency_ms, 2),
-            0,
-            0.0,
-            uri,
-            hedged,
-            detail,
+        self._outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=None,
+            reason=Reason.FAILED,
+            started=started,
+            uri=uri,
+            hedged=hedged,
+            detail=detail,
         )
-        self._decisions.add(failed)
         raise ChatFailed(errors, detail or "no endpoint answered")
 
     def _hedge_delay_s(self, primary: Endpoint) -> float | None:
@@ -336,7 +326,9 @@ class ChatRoute:
         stats = primary.stats
         if len(stats.recent_first_token_ms) < HEDGE_MIN_SAMPLES:
             return None
-        if self.hedged >= self._config().routing.max_hedge_ratio * self.requests + HEDGE_BURST:
+        outcomes = self._outcomes
+        ratio = self._config().routing.max_hedge_ratio
+        if outcomes.hedged_chat_requests >= ratio * outcomes.chat_requests + HEDGE_BURST:
             return None
         p95 = stats.first_token_percentile(0.95)
         return None if p95 is None else p95 / 1000
@@ -408,10 +400,14 @@ class ChatRoute:
         elapsed_ms = (time.monotonic() - attempt.started_at) * 1000
         if error is not None:
             errors.append(error)
-            if error.kind is FailureKind.UNSUPPORTED or error.status in REJECTED_STATUSES:
-                endpoint.last_error = error.message  # the request's doing, not the endpoint's
-            else:
-                self._record_failure(endpoint, error)
+            # A shape the endpoint cannot serve, or a body the upstream refused: the request's
+            # doing, not the endpoint's.
+            requests_fault = (
+                error.kind is FailureKind.UNSUPPORTED or error.status in REJECTED_STATUSES
+            )
+            self._outcomes.failure(
+                endpoint=endpoint, error=error, endpoints_fault=not requests_fault
+            )
             return
         first_ms = (
             None
@@ -419,20 +415,17 @@ class ChatRoute:
             else max(0.0, (attempt.first_event_at - attempt.started_at) * 1000)
         )
         if not _done(attempt):  # cancelled: it lost a hedge
-            endpoint.stats.record_censored(elapsed_ms, first_token_ms=first_ms)
-            endpoint.breaker.release()
-            return
-        total_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-        tokens = attempt.usage.completion_tokens
-        endpoint.stats.record_success(
-            first_token_ms=first_ms, total_ms=total_ms, tokens=tokens, won=won
-        )
-        endpoint.breaker.record_success()
-        shared = None if endpoint.is_local else self._shared()
-        if shared is not None:
-            shared.observed_success(
-                endpoint.name, first_token_ms=first_ms, total_ms=total_ms, tokens=tokens
+            self._outcomes.lost_race(
+                endpoint=endpoint, at_least_ms=elapsed_ms, first_token_ms=first_ms
             )
+            return
+        self._outcomes.success(
+            endpoint=endpoint,
+            first_token_ms=first_ms,
+            total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+            tokens=attempt.usage.completion_tokens,
+            won=won,
+        )
 
     def _answer(
         self,
@@ -448,23 +441,18 @@ class ChatRoute:
         finish = usage.finish_reason or "stop"
         if calls and finish == "stop":
             finish = "tool_calls"  # some servers say "stop" after a tool call
-        cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
-        endpoint.stats.cost_usd += cost
         latency_ms = (time.monotonic() - started) * 1000
         detail = "; ".join(f"{e.endpoint}: {e.kind.value}: {e.message}" for e in errors)
-        self._decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="chat",
-                endpoint=endpoint.name,
-                reason=reason,
-                latency_ms=round(latency_ms, 2),
-                tokens=usage.completion_tokens,
-                cost_usd=cost,
-                uri=uri,
-                hedged=hedged,
-                detail=detail or None,
-            )
+        self._outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=endpoint,
+            reason=reason,
+            started=started,
+            prompt_tokens=usage.prompt_tokens,
+            tokens=usage.completion_tokens,
+            uri=uri,
+            hedged=hedged,
+            detail=detail or None,
         )
         return ChatRouted(
             text="".join(attempt.texts),

@@ -30,6 +30,7 @@ from lsp_server.backends.base import (
     BackendError,
     ChatRequest,
     CompletionRequest,
+    FailureKind,
     Usage,
     unexpected_failure,
 )
@@ -40,13 +41,14 @@ from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.circuit_breaker import BreakerState
-from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.decision_log import DecisionKind, DecisionLog
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
+from lsp_server.routing.outcomes import Outcomes
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_snapshot import StatsSnapshot
@@ -127,6 +129,7 @@ class Router:
         self.decisions = DecisionLog()
         self.budget = HedgeBudget()
         self.shared: SharedState | None = None
+        self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
         self._chooser = InlineChooser(rng)
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
@@ -134,10 +137,8 @@ class Router:
         # Gateway chat and Responses traffic by task class: `chats.plan(...)`, `chats.run(...)`.
         self.chats = ChatRoute(
             self.pool,
-            self.decisions,
+            self.outcomes,
             config=lambda: self.config,
-            record_failure=self._record_failure,
-            shared=lambda: self.shared,
         )
         self._warm_up()
 
@@ -156,6 +157,7 @@ class Router:
         if self.shared is None:
             self.shared = SharedState(self.pool)
             self.budget.peers = self.shared
+            self.outcomes.shared = self.shared
         return self.shared
 
     def set_offline(self, mode: OfflineMode) -> None:
@@ -216,12 +218,12 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.budget.count_request()
+        self.outcomes.request_started(kind=DecisionKind.INLINE)
         self._connect_endpoints()
         choice = self._inline_choice(local_only, request, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
-            return self._record_empty("inline", reason, started, uri)
+            return self._record_empty(DecisionKind.INLINE, reason, started, uri)
         race = InlineRace(
             request,
             candidates,
@@ -235,9 +237,9 @@ class Router:
         )
         outcome = await race.run()
         explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.budget.count_outcome(hedged=outcome.hedged, explored=explored)
-        if self.shared is not None:
-            self.shared.counted_inline(hedged=outcome.hedged)
+        self.outcomes.request_ended(
+            kind=DecisionKind.INLINE, hedged=outcome.hedged, explored=explored
+        )
         rider_reason = choice.rider_reason if parallel > 1 else None
         routed = self._settle_inline(
             outcome, candidates, (reason, rider_reason), request, started, uri
@@ -333,7 +335,7 @@ class Router:
         tried = {id(a.endpoint) for a in outcome.attempts}
         for endpoint in candidates:
             if id(endpoint) not in tried:
-                endpoint.breaker.release()  # allowed as a probe but never asked
+                self.outcomes.not_asked(endpoint=endpoint)
         winner = outcome.winner
         latency_ms = (time.monotonic() - started) * 1000
         reason, rider_reason = reasons
@@ -354,13 +356,11 @@ class Router:
         failures = _failures(outcome.attempts)
         if outcome.timed_out:
             reason = Reason.DEADLINE
-        cost = 0.0
+        prompt_tokens = 0
         if winner is not None:
             prompt_tokens = winner.usage.prompt_tokens or (
                 (len(request.prefix) + len(request.suffix)) // 4
             )
-            cost = estimate_cost(winner.endpoint.price, prompt_tokens, tokens)
-            winner.endpoint.stats.cost_usd += cost
         routed = Routed(
             outcome.text,
             served_by.name if served_by else None,
@@ -371,19 +371,16 @@ class Router:
             winner.usage if winner else None,
             failures=failures,
         )
-        self.decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="inline",
-                endpoint=routed.endpoint,
-                reason=reason,
-                latency_ms=round(latency_ms, 2),
-                tokens=tokens,
-                cost_usd=cost,
-                uri=uri,
-                hedged=outcome.hedged,
-                detail=routed.detail,
-            )
+        self.outcomes.decision(
+            kind=DecisionKind.INLINE,
+            served_by=served_by,
+            reason=reason,
+            started=started,
+            prompt_tokens=prompt_tokens,
+            tokens=tokens,
+            uri=uri,
+            hedged=outcome.hedged,
+            detail=routed.detail,
         )
         return routed
 
@@ -409,90 +406,42 @@ class Router:
 
     def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
         endpoint = attempt.endpoint
-        shared = self._shared_for(endpoint)
         elapsed_ms = ((attempt.finished_at or ended) - attempt.started_at) * 1000
-        if attempt.hedge:
-            endpoint.stats.hedges += 1
         if attempt.error is not None:
-            self._record_failure(endpoint, attempt.error)
+            self.outcomes.failure(endpoint=endpoint, error=attempt.error, hedge=attempt.hedge)
         elif attempt.succeeded:
-            first_ms = _first_token_ms(attempt)
-            total_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-            tokens = attempt.usage.completion_tokens
-            endpoint.stats.record_success(
-                first_token_ms=first_ms, total_ms=total_ms, tokens=tokens, won=won
+            self.outcomes.success(
+                endpoint=endpoint,
+                first_token_ms=_first_token_ms(attempt),
+                total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+                tokens=attempt.usage.completion_tokens,
+                won=won,
+                hedge=attempt.hedge,
             )
-            reopened = endpoint.breaker.state is not BreakerState.CLOSED
-            if reopened:
-                endpoint.stats.forgive_errors()
-            endpoint.breaker.record_success()
-            if not endpoint.is_local:
-                self.offline.note_success(endpoint.name)
-            if shared is not None:
-                shared.observed_success(
-                    endpoint.name, first_token_ms=first_ms, total_ms=total_ms, tokens=tokens
-                )
-                if reopened:
-                    shared.breaker_closed(endpoint.name)
         else:
-            at_least_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-            first_ms = _first_token_ms(attempt)
-            endpoint.stats.record_censored(at_least_ms, first_token_ms=first_ms)
-            endpoint.breaker.release()
-            if shared is not None:
-                shared.observed_censored(endpoint.name, at_least_ms, first_token_ms=first_ms)
-
-    def _record_failure(self, endpoint: Endpoint, error: BackendError) -> None:
-        open_before_s = endpoint.breaker.retry_in_s
-        endpoint.stats.record_failure()
-        endpoint.breaker.record_failure(error.retry_after_s)
-        endpoint.last_error = error.message
-        log.warning("%s", error)
-        if not endpoint.is_local:
-            self.offline.note_failure(error)
-        shared = self._shared_for(endpoint)
-        if shared is not None:
-            shared.observed_failure(endpoint.name)
-            open_for_s = endpoint.breaker.retry_in_s
-            if open_for_s > open_before_s:
-                shared.breaker_opened(endpoint.name, open_for_s)
-
-    def _shared_for(self, endpoint: Endpoint) -> SharedState | None:
-        """Where to tell what `endpoint` did; the local model is this process's own business."""
-        return None if endpoint.is_local else self.shared
+            self.outcomes.lost_race(
+                endpoint=endpoint,
+                at_least_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+                first_token_ms=_first_token_ms(attempt),
+                hedge=attempt.hedge,
+            )
 
     def record_cache_hit(self, endpoint: str | None, uri: str | None) -> None:
-        """A suggestion served again from the completion cache is a decision too, so the
-        status names what the editor shows rather than the request before it."""
-        self.decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="inline",
-                endpoint=endpoint,
-                reason=Reason.CACHE,
-                latency_ms=0.0,
-                tokens=0,
-                cost_usd=0.0,
-                uri=uri,
-            )
-        )
+        self.outcomes.cache_hit(endpoint=endpoint, uri=uri)
 
     def _record_empty(
         self,
-        kind: str,
+        kind: DecisionKind,
         reason: Reason,
         started: float,
         uri: str | None,
         failures: tuple[EndpointFailure, ...] = (),
     ) -> Routed:
-        latency_ms = (time.monotonic() - started) * 1000
         detail = "; ".join(str(f) for f in failures) or "no endpoint available"
-        self.decisions.add(
-            Decision(
-                now_iso(), kind, None, reason, round(latency_ms, 2), 0, 0.0, uri, False, detail
-            )
+        decision = self.outcomes.decision(
+            kind=kind, served_by=None, reason=reason, started=started, uri=uri, detail=detail
         )
-        return Routed("", None, reason, latency_ms, 0, failures=failures)
+        return Routed("", None, reason, decision.latency_ms, 0, failures=failures)
 
     # -- refactor ---------------------------------------------------------------------------
 
@@ -555,46 +504,42 @@ class Router:
                     _collect(endpoint, asked, usage, forward), timeout=remaining
                 )
             except TimeoutError:
-                failures.append(
-                    EndpointFailure(endpoint.name, "deadline", "no answer within the deadline")
+                error = BackendError(
+                    endpoint.name, FailureKind.TIMEOUT, "no answer within the deadline"
                 )
-                endpoint.stats.record_failure()
+                failures.append(EndpointFailure(endpoint.name, "deadline", error.message))
+                self.outcomes.failure(endpoint=endpoint, error=error)
                 if streamed and not restart_after_text:
                     break
                 continue
             except BackendError as error:
                 failures.append(EndpointFailure(endpoint.name, error.kind.value, error.message))
-                if reason is Reason.INLINE_FALLBACK and not endpoint.is_local:
-                    endpoint.last_error = error.message  # a FIM model may not chat: no breaker
-                else:
-                    self._record_failure(endpoint, error)
+                # A fill-in-the-middle model asked to chat may not: not its health.
+                fim_asked_to_chat = reason is Reason.INLINE_FALLBACK and not endpoint.is_local
+                self.outcomes.failure(
+                    endpoint=endpoint, error=error, endpoints_fault=not fim_asked_to_chat
+                )
                 if streamed and not restart_after_text:
                     break
                 continue
-            elapsed_ms = (time.monotonic() - attempt_started) * 1000
-            endpoint.stats.record_success(
+            self.outcomes.success(
+                endpoint=endpoint,
                 first_token_ms=None,
-                total_ms=elapsed_ms,
+                total_ms=(time.monotonic() - attempt_started) * 1000,
                 tokens=usage.completion_tokens,
                 won=True,
             )
-            endpoint.breaker.record_success()
             final_reason = reason if index == 0 else Reason.FALLBACK
-            cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
-            endpoint.stats.cost_usd += cost
             latency_ms = (time.monotonic() - started) * 1000
-            self.decisions.add(
-                Decision(
-                    time=now_iso(),
-                    kind="refactor",
-                    endpoint=endpoint.name,
-                    reason=final_reason,
-                    latency_ms=round(latency_ms, 2),
-                    tokens=usage.completion_tokens,
-                    cost_usd=cost,
-                    uri=uri,
-                    detail="; ".join(str(f) for f in failures) or None,
-                )
+            self.outcomes.decision(
+                kind=DecisionKind.REFACTOR,
+                served_by=endpoint,
+                reason=final_reason,
+                started=started,
+                prompt_tokens=usage.prompt_tokens,
+                tokens=usage.completion_tokens,
+                uri=uri,
+                detail="; ".join(str(f) for f in failures) or None,
             )
             return Routed(
                 text,
@@ -606,7 +551,7 @@ class Router:
                 max_tokens=asked.max_tokens,
                 failures=tuple(failures),
             )
-        self._record_empty("refactor", Reason.FAILED, started, uri, tuple(failures))
+        self._record_empty(DecisionKind.REFACTOR, Reason.FAILED, started, uri, tuple(failures))
         raise RoutingFailed("; ".join(str(f) for f in failures), tuple(failures))
 
     def _refactor_candidates(self, local_only: Reason | None) -> tuple[list[Endpoint], Reason]:
@@ -643,8 +588,8 @@ class Router:
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,
             "hedged_requests": self.budget.hedged_requests,
-            "chat_requests": self.chats.requests,
-            "hedged_chat_requests": self.chats.hedged,
+            "chat_requests": self.outcomes.chat_requests,
+            "hedged_chat_requests": self.outcomes.hedged_chat_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
