@@ -27,37 +27,42 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from lsp_server.backends.base import BackendError, ChatRequest, FailureKind, ToolCallDelta
+from lsp_server.backends.base import BackendError, ChatRequest, ToolCallDelta
 from lsp_server.backends.responses_upstream import ResponsesUpstream
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind, RouteFailed
 from lsp_server.gateway.chat_completions import (
-    CHAT_FAILURES,
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
     OriginOf,
-    chat_error,
     chat_request,
     routing_headers,
     start_chat_feed,
     usage_of,
 )
+from lsp_server.gateway.errors import (
+    CORE_FAILURES,
+    RESPONSES_STATUS,
+    openai_error,
+    responses_code,
+    responses_error,
+    responses_failure,
+)
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_wire import (
-    FAILURE_STATUS,
     ResponsesRequest,
     ResponseStream,
-    failure_code,
     parse_responses_body,
     sse_event,
 )
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import ChatFailed, ChatRouted, EventSink
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
 from lsp_server.routing.router import Router
+from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
 # conversation itself: scanned too, as a pass-through sends them upstream as they are.
@@ -92,11 +97,11 @@ class Responses:
             return await self._pass_through(
                 request, payload, translated, endpoint, reason, origin.uri
             )
-        failures: list[ChatFailed] = []
+        failures: list[RouteFailed] = []
 
         async def run(
             on_event: EventSink | None = None, on_attempt: Callable[[str], None] | None = None
-        ) -> ChatRouted:
+        ) -> Answered:
             try:
                 return await self.chats.chat(
                     chat,
@@ -106,7 +111,7 @@ class Responses:
                     on_event=on_event,
                     on_attempt=on_attempt,
                 )
-            except ChatFailed as failed:
+            except RouteFailed as failed:
                 failures.append(failed)  # the failure itself: its last status names the code
                 raise
 
@@ -114,10 +119,10 @@ class Responses:
             return await self._stream(request, translated.echo, chat, run, failures)
         try:
             routed = await cancel_on_disconnect(request, run())
-        except ChatFailed as failed:
-            raise _failure_error(failed) from None
-        except CHAT_FAILURES as refused:
-            raise chat_error(refused) from None
+        except RouteFailed as failed:
+            raise responses_error(failed) from None
+        except CORE_FAILURES as refused:
+            raise openai_error(refused) from None
         answer = ResponseStream(translated.echo)
         answer.model = routed.endpoint
         if routed.text:
@@ -135,8 +140,8 @@ class Responses:
         request: Request,
         echo: dict[str, Any],
         chat: ChatRequest,
-        run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, ChatRouted]],
-        failures: list[ChatFailed],
+        run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, Answered]],
+        failures: list[RouteFailed],
     ) -> Response:
         """Stream the chat's pieces as Responses events. A chat that failed before its first
         piece is a stream that says so (`response.failed`), as one that failed later is."""
@@ -145,7 +150,7 @@ class Responses:
         except GatewayError:
             if not failures:
                 raise  # refused before anything was asked: the HTTP status says so
-            return _failed_stream(echo, "none", *_failure(failures[-1]))
+            return _failed_stream(echo, "none", *responses_failure(failures[-1]))
         answer = ResponseStream(echo)
         answer.model = feed.serving
 
@@ -167,8 +172,8 @@ class Responses:
                         yield sse_event(event)
                 try:
                     routed = feed.work.result()
-                except ChatFailed as failed:
-                    for event in answer.fail(*_failure(failed)):
+                except RouteFailed as failed:
+                    for event in answer.fail(*responses_failure(failed)):
                         yield sse_event(event)
                     return
                 answer.model = routed.endpoint
@@ -198,8 +203,8 @@ class Responses:
             return None
         try:
             plan = self.router.chats.plan(model, chat, local_only=None)
-        except CHAT_FAILURES as refused:
-            raise chat_error(refused) from None
+        except CORE_FAILURES as refused:
+            raise openai_error(refused) from None
         first = plan.candidates[0]
         if first.config is None or not first.config.responses_path:
             return None
@@ -225,9 +230,9 @@ class Responses:
                 raise BackendError(endpoint.name, FailureKind.PROTOCOL, "an empty answer")
         except BackendError as error:
             tally.failed(error)
-            code = failure_code(error.status, error.message)
+            code = responses_code(error.failure)
             if not translated.stream:
-                raise GatewayError(FAILURE_STATUS[code], str(error), code=code) from None
+                raise GatewayError(RESPONSES_STATUS[code], str(error), code=code) from None
             return _failed_stream(translated.echo, endpoint.name, code, str(error))
         tally.first_event()
         headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
@@ -249,7 +254,7 @@ class Responses:
                 # The upstream's own events went before: only the end is the gateway's.
                 answer = ResponseStream(translated.echo)
                 answer.model = endpoint.name
-                ending = answer.fail(failure_code(error.status, error.message), str(error))
+                ending = answer.fail(responses_code(error.failure), str(error))
                 yield sse_event({**ending[-1], "sequence_number": tally.events})
             finally:
                 await events.aclose()
@@ -334,21 +339,6 @@ def _count(usage: Any, key: str) -> int:
     """A token count from a Responses `usage` object; 0 when absent or not a count."""
     value = usage.get(key, 0) if isinstance(usage, dict) else 0
     return value if isinstance(value, int) and value >= 0 else 0
-
-
-def _failure(failed: ChatFailed) -> tuple[str, str]:
-    """The Responses code and message of a chat every endpoint failed."""
-    last = failed.errors[-1] if failed.errors else None
-    status = last.status if last is not None else None
-    message = str(failed)
-    if last is not None and last.retry_after_s is not None:
-        message += f" Please try again in {last.retry_after_s:g}s."
-    return failure_code(status, last.message if last is not None else message), message
-
-
-def _failure_error(failed: ChatFailed) -> GatewayError:
-    code, message = _failure(failed)
-    return GatewayError(FAILURE_STATUS[code], f"no endpoint answered: {message}", code=code)
 
 
 def _strings(value: Any) -> list[str]:

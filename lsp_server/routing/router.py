@@ -16,8 +16,6 @@ written back now and then and at close.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import logging
 import math
 import random
@@ -27,16 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.backends.base import (
-    BackendError,
+    ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
-    unexpected_failure,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import config_to_dict
 from lsp_server.config.model import Config, OfflineMode, Role
+from lsp_server.failures import EndpointFailure, RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
@@ -49,6 +46,7 @@ from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
 from lsp_server.routing.outcomes import Outcomes
+from lsp_server.routing.sequential_route import Answered, SequentialPlan, SequentialRoute, capped
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_snapshot import StatsSnapshot
@@ -60,18 +58,6 @@ SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have t
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointFailure:
-    """What went wrong with one endpoint asked for a request."""
-
-    endpoint: str
-    kind: str  # a `FailureKind` value, or "deadline"
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.endpoint}: {self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +82,6 @@ class Routed:
         if self.timed_out:
             return "no answer within the deadline"
         return None
-
-
-class RoutingFailed(Exception):
-    """No endpoint could answer; the message names each endpoint tried and why."""
-
-    def __init__(self, message: str, failures: tuple[EndpointFailure, ...] = ()) -> None:
-        super().__init__(message)
-        self.failures = failures
 
 
 class Router:
@@ -134,11 +112,11 @@ class Router:
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
-        # Gateway chat and Responses traffic by task class: `chats.plan(...)`, `chats.run(...)`.
-        self.chats = ChatRoute(
-            self.pool,
-            self.outcomes,
-            config=lambda: self.config,
+        # Gateway chat and Responses traffic by task class: `chats.plan(...)`.
+        self.chats = ChatRoute(self.pool, config=lambda: self.config)
+        # Refactors and chats: endpoints asked in turn (`refactor`, `chats.plan(...)`).
+        self.sequential = SequentialRoute(
+            self.outcomes, max_hedge_ratio=lambda: self.config.routing.max_hedge_ratio
         )
         self._warm_up()
 
@@ -451,108 +429,52 @@ class Router:
         *,
         uri: str | None = None,
         local_only: Reason | None = None,
-        pinned: str | None = None,
         on_text: Callable[[str], None] | None = None,
-        on_attempt: Callable[[str], None] | None = None,
-        restart_after_text: bool = True,
         local_max_tokens: int | None = None,
-    ) -> Routed:
+    ) -> Answered:
         """Ask the reasoning endpoints in turn (then the local model) under the long deadline.
 
-        `on_attempt` hears the name of each endpoint as it is asked, `on_text` each streamed
-        chunk. A failed attempt's text is dropped and the next
-        endpoint starts from scratch, unless `restart_after_text` is false and some text was
-        already passed on (a caller streaming to its own client cannot take it back).
-        Each endpoint is asked for at most its own `max_tokens`, the local model for at most
-        `local_max_tokens` (a cap the caller sizes to fit the deadline on a CPU).
-        Raises `RoutingFailed` when none answers.
+        `on_text` hears each streamed chunk (a failed attempt's text is dropped and the next
+        endpoint starts from scratch). Each endpoint is asked for at most its own
+        `max_tokens`, the local model for at most `local_max_tokens` (a cap the caller sizes
+        to fit the deadline on a CPU). Raises `Refused` when nothing may be asked,
+        `RouteFailed` when none answers.
         """
-        started = time.monotonic()
         candidates, reason = self._refactor_candidates(local_only)
-        if pinned is not None and local_only is None:
-            candidates = [e for e in candidates if e.name == pinned]
-            reason = Reason.PINNED
-        streamed = False
-
-        def forward(chunk: str) -> None:
-            nonlocal streamed
-            streamed = True
-            if on_text is not None:
-                on_text(chunk)
-
         if not candidates:
             if local_only is not None:
-                raise RoutingFailed(
+                message = (
                     f"this document must stay on this machine ({local_only}) and the local "
                     "model is disabled ([local] enabled = false)"
                 )
-            raise RoutingFailed("no refactor endpoint is configured and the local model is off")
-        failures: list[EndpointFailure] = []
-        deadline_s = self.config.routing.refactor_deadline_ms / 1000
-        for index, endpoint in enumerate(candidates):
-            remaining = deadline_s - (time.monotonic() - started)
-            if remaining <= 0:
-                failures.append(EndpointFailure(endpoint.name, "deadline", "deadline passed"))
-                break
-            usage = Usage()
-            attempt_started = time.monotonic()
-            if on_attempt is not None:
-                on_attempt(endpoint.name)
-            try:
-                asked = _bounded(request, endpoint, local_max_tokens)
-                text = await asyncio.wait_for(
-                    _collect(endpoint, asked, usage, forward), timeout=remaining
-                )
-            except TimeoutError:
-                error = BackendError(
-                    endpoint.name, FailureKind.TIMEOUT, "no answer within the deadline"
-                )
-                failures.append(EndpointFailure(endpoint.name, "deadline", error.message))
-                self.outcomes.failure(endpoint=endpoint, error=error)
-                if streamed and not restart_after_text:
-                    break
-                continue
-            except BackendError as error:
-                failures.append(EndpointFailure(endpoint.name, error.kind.value, error.message))
-                # A fill-in-the-middle model asked to chat may not: not its health.
-                fim_asked_to_chat = reason is Reason.INLINE_FALLBACK and not endpoint.is_local
-                self.outcomes.failure(
-                    endpoint=endpoint, error=error, endpoints_fault=not fim_asked_to_chat
-                )
-                if streamed and not restart_after_text:
-                    break
-                continue
-            self.outcomes.success(
-                endpoint=endpoint,
-                first_token_ms=None,
-                total_ms=(time.monotonic() - attempt_started) * 1000,
-                tokens=usage.completion_tokens,
-                won=True,
-            )
-            final_reason = reason if index == 0 else Reason.FALLBACK
-            latency_ms = (time.monotonic() - started) * 1000
-            self.outcomes.decision(
-                kind=DecisionKind.REFACTOR,
-                served_by=endpoint,
-                reason=final_reason,
-                started=started,
-                prompt_tokens=usage.prompt_tokens,
-                tokens=usage.completion_tokens,
-                uri=uri,
-                detail="; ".join(str(f) for f in failures) or None,
-            )
-            return Routed(
-                text,
-                endpoint.name,
-                final_reason,
-                latency_ms,
-                usage.completion_tokens,
-                usage=usage,
-                max_tokens=asked.max_tokens,
-                failures=tuple(failures),
-            )
-        self._record_empty(DecisionKind.REFACTOR, Reason.FAILED, started, uri, tuple(failures))
-        raise RoutingFailed("; ".join(str(f) for f in failures), tuple(failures))
+            else:
+                message = "no refactor endpoint is configured and the local model is off"
+            raise Refused(RefusalCode.NO_ENDPOINT_AVAILABLE, message)
+        fim_fallback = reason is Reason.INLINE_FALLBACK
+
+        def bounded(request: ChatRequest, endpoint: Endpoint) -> ChatRequest:
+            config = endpoint.config
+            return capped(request, config.max_tokens if config is not None else local_max_tokens)
+
+        def requests_fault(endpoint: Endpoint, failure: EndpointFailure) -> bool:
+            # A fill-in-the-middle model asked to chat may not: not its health.
+            return failure.requests_fault or (fim_fallback and not endpoint.is_local)
+
+        plan = SequentialPlan(
+            kind=DecisionKind.REFACTOR,
+            candidates=candidates,
+            reason=reason,
+            deadline_s=self.config.routing.refactor_deadline_ms / 1000,
+            bounded=bounded,
+            requests_fault=requests_fault,
+            restart_after_passed_on=True,
+        )
+
+        def text_only(event: ChatEvent) -> None:
+            if on_text is not None and isinstance(event, str):
+                on_text(event)
+
+        return await self.sequential.run(plan, request, uri=uri, on_event=text_only)
 
     def _refactor_candidates(self, local_only: Reason | None) -> tuple[list[Endpoint], Reason]:
         answerers = self.answerers("refactor", local_only)
@@ -621,35 +543,6 @@ class Router:
         await self.pool.aclose()
 
 
-def _bounded(request: ChatRequest, endpoint: Endpoint, local_cap: int | None) -> ChatRequest:
-    """`request` asking for no more than this endpoint may write."""
-    cap = endpoint.config.max_tokens if endpoint.config is not None else local_cap
-    if cap is None or cap >= request.max_tokens:
-        return request
-    return dataclasses.replace(request, max_tokens=cap)
-
-
-async def _collect(
-    endpoint: Endpoint,
-    request: ChatRequest,
-    usage: Usage,
-    on_text: Callable[[str], None] | None,
-) -> str:
-    parts: list[str] = []
-    stream = endpoint.backend.chat(request, usage)
-    try:
-        async with contextlib.aclosing(stream):  # type: ignore[type-var]
-            async for chunk in stream:
-                parts.append(chunk)
-                if on_text is not None:
-                    on_text(chunk)
-    except BackendError:
-        raise
-    except Exception as exc:
-        raise unexpected_failure(endpoint.name, exc) from None
-    return "".join(parts)
-
-
 def _usable(model: LocalModel) -> bool:
     """A local model that is loaded; one not yet loaded starts loading and sits this one out."""
     if model.state is LocalState.READY:
@@ -674,11 +567,7 @@ def _first_token_ms(attempt: Attempt) -> float | None:
 
 
 def _failures(attempts: list[Attempt]) -> tuple[EndpointFailure, ...]:
-    return tuple(
-        EndpointFailure(a.endpoint.name, a.error.kind.value, a.error.message)
-        for a in attempts
-        if a.error
-    )
+    return tuple(a.error.failure for a in attempts if a.error)
 
 
 def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:

@@ -22,16 +22,15 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.failures import FailureKind, RouteFailed
 from lsp_server.gateway.responses import _PassThrough
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import ChatFailed
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.router import Router, RoutingFailed
+from lsp_server.routing.router import Router
 
 COMPLETION = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n")
 CHAT = ChatRequest(messages=(ChatMessage(role="user", content="hello"),), max_tokens=16)
@@ -105,13 +104,13 @@ async def inline(router: Router) -> None:
 
 
 async def refactor(router: Router) -> None:
-    with contextlib.suppress(RoutingFailed):
+    with contextlib.suppress(RouteFailed):
         await router.refactor(CHAT)
 
 
 async def chat(router: Router) -> None:
-    with contextlib.suppress(ChatFailed):
-        await router.chats.run(router.chats.plan("auto", CHAT, local_only=None), CHAT)
+    with contextlib.suppress(RouteFailed):
+        await router.sequential.run(router.chats.plan("auto", CHAT, local_only=None), CHAT)
 
 
 async def pass_through(router: Router) -> None:
