@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lsp_server.backends.base import ContextChunk, Usage
 from lsp_server.context.store import ContextStore
+from lsp_server.failures import EndpointFailure
 from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
 from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
@@ -24,7 +25,7 @@ from lsp_server.nextedit.request import EditRequest
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint
-from lsp_server.routing.router import EndpointFailure, Router
+from lsp_server.routing.router import Router
 from lsp_server.text_edits import OffsetEdit
 
 # Tokens of recently viewed code in a next-edit prompt.
