@@ -38,7 +38,7 @@ _TABLE_HEADER = re.compile(
 
 # The value's key (`default`, `defaultValue`, `value`), its operator and a quoted or bare value.
 _VALUE_TAIL = (
-    r"(?:[_-]?value)?[\"']?[ \t]*(?:=|:)[ \t]*"
+    r"[\"']?[ \t]*(?:=|:)[ \t]*"
     r"(?:(?P<quote>[\"'`])(?P<secret>[^\"'`\n]{6,200})(?P=quote)"
     r"|(?P<bare>[^\s\"'`#,;}\]]{8,200})[ \t]*(?:#[^\n]*)?$)"
 )
@@ -46,8 +46,9 @@ _VALUE_TAIL = (
 
 @dataclass(frozen=True, slots=True)
 class BlockNamedRule:
-    """A value under a key named `word` in a block whose name is secret-like. One rule per
-    word: a pattern that starts with one literal is searched for far faster than two."""
+    """A value under a key named `default` (`defaultValue`) or `value` in a block whose name is
+    secret-like. One rule per key: a pattern that starts with one literal is searched for far
+    faster than one that starts with either of two."""
 
     pattern: re.Pattern[str]
     kind: str = "block-secret"
@@ -70,7 +71,8 @@ class BlockNamedRule:
 
 
 BLOCK_NAMED_RULES = tuple(
-    BlockNamedRule(re.compile(word + _VALUE_TAIL, re.MULTILINE)) for word in ("default", "value")
+    BlockNamedRule(re.compile(word + _VALUE_TAIL, re.MULTILINE))
+    for word in (r"default(?:[_-]?value)?", "value")
 )
 
 
