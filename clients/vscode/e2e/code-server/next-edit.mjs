@@ -69,7 +69,11 @@ try {
   const deadline = Date.now() + timeout;
   for (;;) {
     const drawn = await page.evaluate(nextEditDrawn);
-    if (drawn.struck.includes(plan.removed) && drawn.beside.includes(plan.added)) {
+    const complete = drawn.struck.includes(plan.removed) && drawn.beside.includes(plan.added);
+    if (complete && drawn.gutterMarks > 0) {
+      Object.assign(report, drawn);
+      await new Promise((resolve) => setTimeout(resolve, 500)); // painted, not only in the DOM
+      await shot("shown");
       break;
     }
     if (Date.now() > deadline) {
@@ -77,14 +81,8 @@ try {
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  Object.assign(report, await page.evaluate(nextEditDrawn));
-  report.gutterMarks = await page.$$eval(
-    ".editor-instance .monaco-editor .margin-view-overlays [class*='codicon'], .editor-instance .monaco-editor .margin-view-overlays .cgmr",
-    (nodes) => nodes.length,
-  );
   report.shownLines = await editorLines(page);
   steps.push("the next edit is drawn");
-  await shot("shown");
 
   if (plan.dismiss) {
     await page.keyboard.press("Escape");
@@ -145,23 +143,28 @@ process.exit(failed ? 1 : 0);
  * decorations put beside it (injected text, or a pseudo-element's content).
  */
 function nextEditDrawn() {
+  const editor = ".editor-instance .monaco-editor";
+  /** @param {Element} node */
+  const isStruck = (node) => getComputedStyle(node).textDecorationLine.includes("line-through");
   const struck = [];
   const beside = [];
-  for (const span of document.querySelectorAll(".editor-instance .monaco-editor .view-line span")) {
-    const style = getComputedStyle(span);
-    if (span.children.length === 0 && style.textDecorationLine.includes("line-through")) {
-      struck.push(span.textContent ?? "");
+  for (const node of document.querySelectorAll(`${editor} .view-line span`)) {
+    const text = node.textContent ?? "";
+    if (text && isStruck(node) && !(node.parentElement && isStruck(node.parentElement))) {
+      struck.push(text);
+    } else if (text && /(^|\s)ced-/.test(node.className) && !isStruck(node)) {
+      beside.push(text); // an injected text decoration
     }
     for (const pseudo of ["::before", "::after"]) {
-      const content = getComputedStyle(span, pseudo).content;
+      const content = getComputedStyle(node, pseudo).content;
       if (content && content !== "none" && content !== "normal") {
         beside.push(content.replace(/^"|"$/g, ""));
       }
     }
-    if (span.children.length === 0 && /ced-|inline-decoration/.test(span.className)) {
-      beside.push(span.textContent ?? "");
-    }
   }
+  const gutter = [...document.querySelectorAll(`${editor} .margin *`)].filter((node) =>
+    getComputedStyle(node).backgroundImage.includes("next-edit"),
+  ).length;
   const clean = (/** @type {string[]} */ texts) => texts.map((text) => text.replace(/\u00a0/g, " "));
-  return { struck: clean(struck), beside: clean(beside) };
+  return { struck: clean(struck), beside: clean(beside), gutterMarks: gutter };
 }
