@@ -50,6 +50,9 @@ ENDPOINT_HEADER = "X-Gateway-LS-Endpoint"
 REASON_HEADER = "X-Gateway-LS-Reason"
 
 
+DEFAULT_URI = "gateway:request"  # the origin of a request that names no file
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """What the client says of the request's origin: a file path, and whether it is sensitive;
