@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.resources
+import importlib.util
 import json
 import os
 import tempfile
@@ -116,6 +117,20 @@ def ensure_preset_model(preset: ModelPreset, progress: Progress | None = None) -
         if not _trusted(target, preset.sha256, progress):
             _assemble(preset, parts, target, progress)
     return target
+
+
+def preset_installed(preset: ModelPreset) -> bool:
+    """Whether the preset's file can be had without a download: joined before, pulled, or its
+    PyPI parts installed (not verified here: loading verifies)."""
+    if preset_model_path(preset).is_file():
+        return True
+    with contextlib.suppress(ImportError, ValueError):
+        if model_hub.cached_file(preset, cache_dir()) is not None:
+            return True
+    try:
+        return all(importlib.util.find_spec(module) for module, _ in preset.parts)
+    except (ImportError, ValueError):
+        return False
 
 
 def _installed_parts(preset: ModelPreset) -> list[Path]:
