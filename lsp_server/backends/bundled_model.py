@@ -124,13 +124,21 @@ def preset_installed(preset: ModelPreset) -> bool:
     PyPI parts installed (not verified here: loading verifies)."""
     if preset_model_path(preset).is_file():
         return True
-    with contextlib.suppress(ImportError, ValueError):
-        if model_hub.cached_file(preset, cache_dir()) is not None:
-            return True
     try:
-        return all(importlib.util.find_spec(module) for module, _ in preset.parts)
+        if all(importlib.util.find_spec(module) for module, _ in preset.parts):
+            return True
     except (ImportError, ValueError):
-        return False
+        pass
+    # huggingface_hub is imported only where a pull left the repository's folder.
+    pulled = (
+        preset.hub is not None
+        and (
+            model_hub.hub_cache_dir(cache_dir()) / f"models--{preset.hub.repo.replace('/', '--')}"
+        ).is_dir()
+    )
+    with contextlib.suppress(ImportError, ValueError):
+        return pulled and model_hub.cached_file(preset, cache_dir()) is not None
+    return False
 
 
 def _installed_parts(preset: ModelPreset) -> list[Path]:

@@ -56,6 +56,9 @@ CMD_SET_OFFLINE = "gatewayLs.setOffline"
 CMD_STATUS = "gatewayLs.status"
 REFACTOR_ACTION_TITLE = "Refactor with reasoning model…"
 OFFLINE_MODES = ("auto", "always", "never")
+# A read-ahead is done again once the context store has gathered, within this long.
+GATHERING_WAIT_S = 10.0
+GATHERING_POLL_S = 0.1
 INSTRUCTION_QUESTION_S = 600.0  # a person choosing; a client that never answers lets go then
 _WORD_AT_END = re.compile(r"\w+$")
 
@@ -85,6 +88,7 @@ class GatewayServer(LanguageServer):
         self._inflight: dict[tuple[str, str], asyncio.Task[Any]] = {}
         # Where our own clients last reported the cursor, per open document.
         self._cursors: dict[str, types.Position] = {}
+        self._reading_after_gathering: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
         self._publisher: StatusPublisher | None = None
@@ -246,7 +250,29 @@ class GatewayServer(LanguageServer):
         if document is None:
             return
         self._cursors[unquote(uri)] = position  # one per open document, dropped on close
-        self.prefill(uri, offset_at(document, position))
+        self.read_ahead(uri, offset_at(document, position))
+
+    def read_ahead(self, uri: str, offset: int | None) -> None:
+        """`prefill` now, and once more when the context store has gathered what the latest
+        events gave it: the prompt then starts with that context, and the first read would not
+        be its start (a second read of an unchanged prompt costs one token)."""
+        self.prefill(uri, offset)
+        if self._engine is None or not self._engine.context.status()["gathering"]:
+            return
+        if self._reading_after_gathering is not None:
+            self._reading_after_gathering.cancel()
+        self._reading_after_gathering = asyncio.get_running_loop().create_task(
+            self._prefill_once_gathered(uri, offset)
+        )
+
+    async def _prefill_once_gathered(self, uri: str, offset: int | None) -> None:
+        engine = self._engine
+        deadline = asyncio.get_running_loop().time() + GATHERING_WAIT_S
+        while engine is not None and engine.context.status()["gathering"]:
+            if asyncio.get_running_loop().time() > deadline:
+                return
+            await asyncio.sleep(GATHERING_POLL_S)
+        self.prefill(uri, offset)
 
     def forget_document(self, uri: str) -> None:
         self._cursors.pop(unquote(uri), None)
@@ -450,8 +476,8 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.prefill(params.text_document.uri, None)
         ls.note_document(params.text_document.uri, "opened")
+        ls.read_ahead(params.text_document.uri, None)
 
     @server.feature(NOTIFY_CURSOR)
     def did_move_cursor(ls: GatewayServer, params: Any) -> None:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Tokens read as one prompt, and tokens decoded one at a time, per measurement.
-PROMPT_TOKENS = 128
-GENERATED_TOKENS = 16
+PROMPT_TOKENS = 64
+GENERATED_TOKENS = 12
 CACHE_FILE = "calibration.json"
 _MAX_CACHE_BYTES = 1 << 20
 
