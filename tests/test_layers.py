@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "progress": 7,
     "loopback": 7,
     "event_loop": 7,
+    "json_codec": 7,
     "__init__": 7,
 }
 

@@ -85,8 +85,7 @@ class AnthropicBackend(Backend):
             async with self._client.stream(
                 "POST",
                 chat_path(self.config).lstrip("/"),
-                json=messages_body(self.config.model, request),
-                headers=headers,
+                **http_common.json_content(messages_body(self.config.model, request), headers),
                 extensions=http_common.setup_timing(usage),
             ) as response:
                 await http_common.raise_for_status(self.name, response)

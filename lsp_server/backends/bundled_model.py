@@ -125,7 +125,7 @@ def preset_installed(preset: ModelPreset) -> bool:
     if preset_model_path(preset).is_file():
         return True
     try:
-        if all(importlib.util.find_spec(module) for module, _ in preset.parts):
+        if preset.parts and all(importlib.util.find_spec(m) for m, _ in preset.parts):
             return True
     except (ImportError, ValueError):
         pass
@@ -144,6 +144,11 @@ def preset_installed(preset: ModelPreset) -> bool:
 def _installed_parts(preset: ModelPreset) -> list[Path]:
     """The chunk files of `preset`, in order; ModelUnavailable names what to install."""
     pull = f" or run: gateway-ls model pull {preset.name}" if preset.hub else ""
+    if not preset.parts:
+        raise ModelUnavailable(
+            f"the local model {preset.name} is not downloaded; run: {preset.install_hint} "
+            "(or set [local] model_path to a .gguf file)"
+        )
     paths: list[Path] = []
     for module_name, file_name in preset.parts:
         try:

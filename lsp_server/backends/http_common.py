@@ -11,7 +11,7 @@ import re
 import ssl
 import time
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -24,11 +24,13 @@ from httpx_sse import ServerSentEvent
 # capped in pyproject.toml so that a change of its inner layout is met in review, not in use.
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
+from lsp_server import json_codec
 from lsp_server.backends.base import BackendError, FailureKind, Usage
 from lsp_server.config.model import EndpointConfig
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+JSON_TYPE = "application/json"
 # One SSE event (and so one line) larger than this is not a token delta: the stream is refused
 # before the line is buffered whole, so an endless line costs at most this much memory.
 MAX_SSE_EVENT_BYTES = 1024 * 1024
@@ -183,6 +185,12 @@ async def _close_stranded_connections(pool: Any) -> None:
     for connection in stranded:
         with contextlib.suppress(Exception):
             await connection.aclose()
+
+
+def json_content(body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+    """The arguments of a request carrying `body` as JSON (with `headers`), written by orjson:
+    an agent's 40 KB turn in a fraction of `json`'s time."""
+    return {"content": json_codec.dumps(body), "headers": {**headers, "Content-Type": JSON_TYPE}}
 
 
 def setup_timing(usage: Usage | None) -> dict[str, Any]:

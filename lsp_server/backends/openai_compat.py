@@ -39,6 +39,7 @@ from lsp_server.backends.http_common import (
     endpoint_timeout_s,
     is_event_stream,
     iter_sse_json,
+    json_content,
     make_client,
     open_connection,
     raise_for_status,
@@ -140,7 +141,7 @@ class OpenAICompatibleBackend(Backend):
         headers = self.headers()
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=headers, extensions=setup_timing(usage)
+                "POST", path, **json_content(body, headers), extensions=setup_timing(usage)
             ) as response:
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):

@@ -19,6 +19,7 @@ from lsp_server.backends.http_common import (
     bearer_headers,
     endpoint_timeout_s,
     is_event_stream,
+    json_content,
     make_client,
     raise_for_status,
     read_json,
@@ -46,7 +47,7 @@ class ResponsesUpstream:
         path = self.config.responses_path.lstrip("/")
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=self._headers()
+                "POST", path, **json_content(body, self._headers())
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):

@@ -86,7 +86,13 @@ class RoutingConfig:
 
 
 # The local models known by name (`[local] model`); backends/model_presets.py describes each.
-LOCAL_MODEL_PRESETS: tuple[str, ...] = ("gemma-3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+LOCAL_MODEL_PRESETS: tuple[str, ...] = (
+    "gemma-3-270m",
+    "qwen2.5-coder-0.5b",
+    "qwen2.5-coder-1.5b",
+    "qwen2.5-coder-0.5b-base",
+    "qwen2.5-coder-1.5b-base",
+)
 # The best installed preset this machine serves within `deadline_ms`, measured (the default).
 LOCAL_MODEL_AUTO = "auto"
 

@@ -58,6 +58,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import (
+    CLIENT_KEY,
     BearerAuth,
     ClientGone,
     cancel_on_disconnect,
@@ -258,7 +259,7 @@ def _origin(request: Request) -> Origin:
     is the client's own verdict, which can only make the request stricter."""
     uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
     sensitive = request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES
-    return Origin(uri, sensitive)
+    return Origin(uri, sensitive, request.scope.get("state", {}).get(CLIENT_KEY, ""))
 
 
 def _unavailable_error(unavailable: Unavailable) -> GatewayError:

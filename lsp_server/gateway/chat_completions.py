@@ -60,10 +60,12 @@ REASON_HEADER = "X-Gateway-LS-Reason"
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """What the client says of the request's origin: a file path, and whether it is sensitive."""
+    """What the client says of the request's origin: a file path, and whether it is sensitive;
+    and who the client is (its token's name; empty when the gateway asks for no token)."""
 
     uri: str
     sensitive: bool
+    client: str = ""
 
 
 # Reads a request's origin from its headers.
@@ -155,7 +157,13 @@ class ChatCompletions:
         try:
             routed = await cancel_on_disconnect(
                 request,
-                self.chats.chat(chat, model=body.model, uri=origin.uri, sensitive=origin.sensitive),
+                self.chats.chat(
+                    chat,
+                    model=body.model,
+                    uri=origin.uri,
+                    sensitive=origin.sensitive,
+                    client=origin.client,
+                ),
             )
         except CHAT_FAILURES as failed:
             raise chat_error(failed) from None
@@ -182,6 +190,7 @@ class ChatCompletions:
                 model=body.model,
                 uri=origin.uri,
                 sensitive=origin.sensitive,
+                client=origin.client,
                 on_event=on_event,
                 on_attempt=on_attempt,
             ),

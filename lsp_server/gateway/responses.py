@@ -36,6 +36,7 @@ from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
+    Origin,
     OriginOf,
     chat_error,
     chat_request,
@@ -80,13 +81,11 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
-        # The chat service judges the conversation; what else the client sent (tool
-        # descriptions, metadata, hosted-tool settings) is judged here.
+        # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
+        # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
-        sensitive = origin.sensitive or (
-            self.chats.privacy.text_reason(origin.uri, "\n".join(others)) is not None
-        )
-        native = self._native_endpoint(body.model, chat, origin.uri, sensitive)
+        extra = ("\n".join(others),)
+        native = self._native_endpoint(body.model, chat, origin, extra)
         if native is not None:
             endpoint, reason = native
             return await self._pass_through(
@@ -102,7 +101,9 @@ class Responses:
                     chat,
                     model=body.model,
                     uri=origin.uri,
-                    sensitive=sensitive,
+                    sensitive=origin.sensitive,
+                    client=origin.client,
+                    extra=extra,
                     on_event=on_event,
                     on_attempt=on_attempt,
                 )
@@ -186,14 +187,16 @@ class Responses:
     # -- pass-through ------------------------------------------------------------------------
 
     def _native_endpoint(
-        self, model: str, chat: ChatRequest, uri: str, sensitive: bool
+        self, model: str, chat: ChatRequest, origin: Origin, extra: tuple[str, ...]
     ) -> tuple[Endpoint, Reason] | None:
         """The endpoint to pass the request to as it is: the one the chat route would ask
         first, when it speaks the Responses API itself and the request may leave."""
         pool = self.router.pool.all()
         if not any(e.config is not None and e.config.responses_path for e in pool):
             return None
-        stay_local = self.chats.stay_local(chat, uri=uri, sensitive=sensitive)
+        stay_local = self.chats.stay_local(
+            chat, uri=origin.uri, sensitive=origin.sensitive, client=origin.client, extra=extra
+        )
         if stay_local is not None:
             return None
         try:

@@ -65,7 +65,8 @@ def choose(candidates: Sequence[Candidate], deadline_ms: int) -> ModelPreset | N
     for preset in ranked([c.preset for c in candidates]):
         if by_name[preset.name].fits(deadline_ms):
             return preset
-    installed = [c.preset for c in candidates if c.installed]
+    installed = [c.preset for c in candidates if c.installed and c.preset.exact_lines is not None]
+    installed = installed or [c.preset for c in candidates if c.installed]
     default = by_name.get(DEFAULT_PRESET)
     if default is not None and default.installed:
         return default.preset
