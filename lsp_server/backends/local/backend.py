@@ -39,7 +39,6 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.bundled_model import (
@@ -69,6 +68,7 @@ from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.model_presets import ModelPreset, preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LOCAL_MODEL_AUTO, LocalConfig
+from lsp_server.failures import FailureKind
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
