@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "suggest": 3,
     "refactor": 3,
     "chat": 3,
+    "nextedit": 3,
     "routing": 4,
     "context": 4,
     "backends": 5,
@@ -28,6 +29,7 @@ LAYERS: dict[str, int] = {
     "progress": 7,
     "loopback": 7,
     "event_loop": 7,
+    "text_edits": 7,
     "__init__": 7,
 }
 

@@ -146,6 +146,23 @@ class ChatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class EditCall:
+    """One endpoint's call for a next-edit prediction, in the form its model reads: chat
+    `messages` (Mercury's edit API, an instruction on a chat API), or a raw `prompt` for a
+    completions API (the open Zeta and Sweep models). `path` is where it goes under the
+    endpoint's base URL; the local model ignores it."""
+
+    path: str
+    messages: tuple[ChatMessage, ...] = ()
+    prompt: str | None = None
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+
+    def as_chat(self) -> ChatRequest:
+        return ChatRequest(self.messages, max_tokens=self.max_tokens, stop=self.stop)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A piece of a streamed tool call. The first piece of call `index` carries its `id` and
     function `name`; later pieces add `arguments` text."""
@@ -196,6 +213,11 @@ class BackendError(Exception):
     @property
     def looks_offline(self) -> bool:
         return self.kind in (FailureKind.NETWORK, FailureKind.TIMEOUT)
+
+
+async def _refused(endpoint: str, why: str) -> AsyncIterator[str]:
+    raise BackendError(endpoint, FailureKind.UNSUPPORTED, why)
+    yield ""  # pragma: no cover - makes this an async generator
 
 
 def unexpected_failure(endpoint: str, exc: Exception) -> BackendError:
@@ -263,6 +285,13 @@ class Backend(ABC):
         async with contextlib.aclosing(self.chat(request, usage)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
+
+    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+        """Stream the answer to a next-edit prediction. This default serves a backend that
+        only chats (the local model, Anthropic): a raw prompt is refused."""
+        if call.prompt is not None:
+            return _refused(self.name, "this endpoint takes no raw completion prompt")
+        return self.chat(call.as_chat(), usage)
 
     async def connect(self) -> None:  # noqa: B027 - optional hook
         """Open a connection ahead of the first request, with a call that carries no user

@@ -25,6 +25,7 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
+    EditCall,
     FailureKind,
     Usage,
     context_within,
@@ -74,6 +75,23 @@ class OpenAICompatibleBackend(Backend):
             stop=request.stop,
         )
         return self.chat(chat, usage)
+
+    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+        """Mercury's edit API and chat APIs take the messages as a chat body; a raw prompt
+        goes to a completions API as `prompt` alone. Either answer is read as it streams."""
+        if call.prompt is None:
+            body = chat_body(self.config, call.as_chat())
+        else:
+            body = {
+                "model": self.config.model,
+                "prompt": call.prompt,
+                "max_tokens": call.max_tokens,
+                "temperature": 0.0,
+                "stream": True,
+            }
+            if call.stop:
+                body["stop"] = list(call.stop)[:MAX_STOP_SEQUENCES]
+        return self._stream(relative(call.path), body, usage)
 
     def _fim_body(self, request: CompletionRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -548,7 +548,7 @@ def _url_path(value: str) -> str | None:
 
 def _roles(values: tuple[str, ...]) -> str | None:
     if not values:
-        return 'must name at least one role ("inline", "refactor", "agent")'
+        return 'must name at least one role ("inline", "edit", "refactor", "agent")'
     if len(set(values)) != len(values):
         return "lists a role twice"
     return None
@@ -559,6 +559,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("routing", "inline_deadline_ms"): _positive,
     ("routing", "hedge_after_ms"): _positive,
     ("routing", "refactor_deadline_ms"): _positive,
+    ("routing", "edit_deadline_ms"): _positive,
     ("routing", "max_hedge_ratio"): _ratio,
     ("routing", "sensitive_globs"): _non_empty_items,
     ("local", "model"): _local_model_preset,
@@ -585,6 +586,7 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("endpoints", "fim_path"): _url_path,
     ("endpoints", "chat_path"): _url_path,
     ("endpoints", "responses_path"): _url_path,
+    ("endpoints", "edit_path"): _url_path,
     ("endpoints", "max_tokens"): _positive,
     ("endpoints", "chat_max_tokens"): _positive,
     ("endpoints", "timeout_ms"): _positive,

@@ -16,9 +16,12 @@ LocalToolCalls = Literal["auto", "chatml", "off"]
 EndpointKind = Literal[
     "openai", "anthropic", "ollama", "inception", "mistral", "deepseek", "llamacpp"
 ]
-# "inline": keystroke-level suggestions; "refactor": rewrites by a reasoning model; "agent":
-# chat with tools from the gateway (coding agents).
-Role = Literal["inline", "refactor", "agent"]
+# "inline": keystroke-level suggestions; "edit": next-edit predictions; "refactor": rewrites by
+# a reasoning model; "agent": chat with tools from the gateway (coding agents).
+Role = Literal["inline", "edit", "refactor", "agent"]
+# How a next-edit prediction is asked: Mercury's edit API, the prompts of the open Zeta and
+# Sweep models on a raw completions API, or an instruction on any chat API. Empty: the kind's.
+EditFormat = Literal["", "mercury", "zeta", "sweep", "chat"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
@@ -72,6 +75,8 @@ class RoutingConfig:
     inline_deadline_ms: int = 350
     hedge_after_ms: int = 120
     refactor_deadline_ms: int = 120_000
+    # Budget of one next-edit prediction from remote endpoints (the local model has its own).
+    edit_deadline_ms: int = 800
     offline: OfflineMode = "auto"
     sensitive_globs: tuple[str, ...] = DEFAULT_SENSITIVE_GLOBS
     redact_secrets: bool = True
@@ -148,6 +153,10 @@ class EndpointConfig:
     # The upstream speaks the Responses API at this path: the gateway's `/v1/responses` passes
     # requests for this endpoint through instead of bridging them onto chat completions.
     responses_path: str = ""
+    # Next-edit predictions (role "edit"): the prompt format and the path it is sent to;
+    # empty: the kind's (config/providers.py).
+    edit_format: EditFormat = ""
+    edit_path: str = ""
     max_tokens: int = 64  # inline suggestions and refactor answers
     context_tokens: int = 1024  # context beyond the file in this endpoint's inline prompts
     # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_server.config.model import EndpointConfig, EndpointKind
+from lsp_server.config.model import EditFormat, EndpointConfig, EndpointKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +54,31 @@ def fim_path(endpoint: EndpointConfig) -> str:
 
 def chat_path(endpoint: EndpointConfig) -> str:
     return endpoint.chat_path or PRESETS[endpoint.kind].chat_path
+
+
+# Mercury's next-edit API (Inception's documented path), and the OpenAI completions path a
+# llama.cpp server answers raw prompts at (for the open Zeta and Sweep models).
+MERCURY_EDIT_PATH = "/edit/completions"
+RAW_COMPLETIONS_PATH = {"llamacpp": "/v1/completions"}
+
+
+def edit_format(endpoint: EndpointConfig) -> EditFormat:
+    """How next edits are asked of this endpoint: its own format, else Mercury's edit API for
+    Inception, an instruction on the chat API for every other kind."""
+    if endpoint.edit_format:
+        return endpoint.edit_format
+    return "mercury" if endpoint.kind == "inception" else "chat"
+
+
+def edit_path(endpoint: EndpointConfig) -> str:
+    """Where a next-edit request is sent under `base_url`: the endpoint's own path, else the
+    format's (Mercury's edit API, the raw completions API, the chat API)."""
+    if endpoint.edit_path:
+        return endpoint.edit_path
+    match edit_format(endpoint):
+        case "mercury":
+            return MERCURY_EDIT_PATH
+        case "zeta" | "sweep":
+            return RAW_COMPLETIONS_PATH.get(endpoint.kind, "/completions")
+        case _:
+            return chat_path(endpoint)

@@ -1,7 +1,8 @@
 """The application core, built once per process from the configuration.
 
 It owns the router, the privacy guard, the completion cache, the context store (what the
-server has seen of the workspace, for prompts) and the services that use them. The
+server has seen of the workspace, for prompts) and the services that use them (inline
+suggestions, next edits, refactors, chat). The
 front doors (the LSP server, the gateway app, `gateway-ls complete`) hold one `Engine` and only
 translate their wire format into its calls and back, so a capability added here reaches every
 door at once (`docs/architecture.md`, "Layers").
@@ -15,6 +16,7 @@ from lsp_server.backends.factory import ProgressCallback, local_backend_factory,
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config
 from lsp_server.context.store import ContextStore
+from lsp_server.nextedit.service import NextEditService
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.service import RefactorService
 from lsp_server.routing.endpoint_pool import LocalFactory, RemoteFactory
@@ -53,6 +55,7 @@ class Engine:
         self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
+        self.next_edits = NextEditService(self.router, self.privacy, self.context)
 
     @classmethod
     def for_process(

@@ -95,6 +95,22 @@ def offset_at(document: TextDocument, position: types.Position) -> int:
     return start + len(content)
 
 
+def position_at(document: TextDocument, offset: int) -> types.Position:
+    """The LSP position (in the negotiated encoding) of the str offset `offset`."""
+    source = document.source
+    offset = max(0, min(offset, len(source)))
+    line = source.count("\n", 0, offset)
+    if "\r" in source:  # a lone \r breaks lines too
+        before = source[:offset]
+        line = max(0, len(lsp_lines(before)) - (0 if before.endswith(("\n", "\r")) else 1))
+    lines = document.lines
+    if isinstance(document, LspTextDocument) and line < len(lines):
+        start = document.line_start(line)
+    else:
+        start = sum(len(text) for text in lines[:line])
+    return types.Position(line=line, character=client_units(document, source[start:offset]))
+
+
 def client_units(document: TextDocument, text: str) -> int:
     """How many code units `text` takes in the negotiated position encoding."""
     return document.position_codec.client_num_units(text)

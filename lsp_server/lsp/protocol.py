@@ -40,6 +40,7 @@ from pygls.protocol.language_server import lsp_method
 
 from lsp_server.lsp import json_codec
 from lsp_server.lsp.documents import LspWorkspace
+from lsp_server.lsp.next_edit import EXPERIMENTAL_CAPABILITIES
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class GatewayProtocol(LanguageServerProtocol):
         self, params: types.InitializeParams
     ) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = dict(EXPERIMENTAL_CAPABILITIES)
         # pygls builds a plain Workspace; ours only changes how documents split lines (no
         # documents exist yet, and it adds no state).
         self._workspace.__class__ = LspWorkspace

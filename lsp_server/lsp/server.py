@@ -10,11 +10,12 @@ backend calls at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -33,6 +34,7 @@ from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.documents import client_units, offset_at
+from lsp_server.lsp.next_edit import register_next_edit
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
 from lsp_server.reasons import Reason
@@ -137,6 +139,34 @@ class GatewayServer(LanguageServer):
                 self.note_document(document.uri, "opened")
         return self._engine
 
+    @property
+    def has_engine(self) -> bool:
+        return self._engine is not None
+
+    async def engine_ready(self) -> None:
+        """Wait for the core's imports (begun after `initialize`) rather than import it on
+        the event loop."""
+        if self._engine is None and self._prepared is not None:
+            await asyncio.shield(self._prepared)
+            self.start_services()
+
+    @contextlib.asynccontextmanager
+    async def superseding(self, uri: str, kind: str) -> AsyncIterator[None]:
+        """Run the current request as the one of `kind` for `uri`: an older one still running
+        is cancelled, and a newer one cancels this."""
+        current = asyncio.current_task()
+        key = (uri, kind)
+        previous = self._inflight.get(key)
+        if previous is not None and previous is not current and not previous.done():
+            previous.cancel()
+        if current is not None:
+            self._inflight[key] = current
+        try:
+            yield
+        finally:
+            if self._inflight.get(key) is current:
+                del self._inflight[key]
+
     # -- what the context store sees -------------------------------------------------------
 
     def update_workspace_folders(self) -> None:
@@ -148,12 +178,18 @@ class GatewayServer(LanguageServer):
         self._engine.context.set_workspace_folders(folders)
 
     def note_document(self, uri: str, event: str, line: int | None = None) -> None:
-        """Tell the context store of a document event ("opened", "changed" at `line`,
-        "saved"); it only notes it, and gathers once typing pauses."""
+        """Tell the context store and the edit history of a document event ("opened",
+        "changed" at `line`, None when the whole text was sent, "saved"); the store only
+        notes it, and gathers once typing pauses."""
         document = open_document(self, uri)
         if document is None or self._engine is None:
             return
         context, language = self._engine.context, document.language_id or ""
+        history = self._engine.next_edits
+        if event == "changed":
+            history.changed(document.uri, document.source, line)
+        elif event == "opened":
+            history.opened(document.uri, document.source)
         if event == "changed" and line is not None:
             context.changed(document.uri, document.source, language, line)
         elif event == "saved":
@@ -243,6 +279,7 @@ class GatewayServer(LanguageServer):
         if self._engine is not None:
             self._engine.suggestions.forget(uri)
             self._engine.context.closed(uri)
+            self._engine.next_edits.closed(uri)
 
     async def suggest_at(
         self, uri: str, position: types.Position, *, kind: str
@@ -403,6 +440,8 @@ def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer
 
 
 def register_features(server: GatewayServer) -> None:
+    register_next_edit(server)
+
     @server.feature(types.INITIALIZE)
     def initialize(ls: GatewayServer, params: types.InitializeParams) -> None:
         ls.start_preparing()
@@ -459,6 +498,7 @@ def register_features(server: GatewayServer) -> None:
             ls.note_document(uri, "changed", change.range.start.line)
         else:
             offset = None
+            ls.note_document(uri, "changed")
         ls.prefill(uri, offset)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -9,7 +9,6 @@ replacement. Positions are in UTF-16 code units, as the protocol counts them.
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 import textwrap
 from bisect import bisect_right
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from lsprotocol.types import Position, Range, TextEdit
 
 from lsp_server.refactor.prompt import SELECTION_END, SELECTION_START
+from lsp_server.text_edits import minimal_offset_edits, split_lines
 
 
 class RefactorOutputError(Exception):
@@ -214,13 +214,6 @@ def _parses(text: str, language: str) -> bool:
 
 # --- positions and edits in UTF-16 ----------------------------------------------------------
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their endings, split where LSP splits them: at \\n, \\r\\n and \\r only."""
-    return _LINE.findall(text)
-
 
 def utf16_length(text: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
@@ -296,84 +289,16 @@ def apply_edits(text: str, edits: list[TextEdit]) -> str:
 
 
 def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
-    """Sorted, non-overlapping edits turning `old_text` into `new_text`: a line diff whose
-    changed blocks are narrowed to the characters that differ."""
-    old_lines, new_lines = split_lines(old_text), split_lines(new_text)
-    head = _common_prefix_length(old_lines, new_lines)
-    tail = _common_prefix_length(old_lines[head:][::-1], new_lines[head:][::-1])
-    old_middle = old_lines[head : len(old_lines) - tail]
-    new_middle = new_lines[head : len(new_lines) - tail]
-    old_starts = _offsets(old_lines)
-    new_starts = _offsets(new_lines)
+    """Sorted, non-overlapping edits turning `old_text` into `new_text`
+    (`text_edits.minimal_offset_edits`), in UTF-16 positions."""
     index = LineIndex(old_text)
-    edits: list[TextEdit] = []
-    matcher = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False)
-    for tag, old_first, old_last, new_first, new_last in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        span = _narrow(
-            old_text,
-            new_text,
-            old_starts[head + old_first],
-            old_starts[head + old_last],
-            new_starts[head + new_first],
-            new_starts[head + new_last],
+    return [
+        TextEdit(
+            range=Range(start=index.position(edit.start), end=index.position(edit.end)),
+            new_text=edit.new_text,
         )
-        if span is None:
-            continue
-        old_start, old_end, new_start, new_end = span
-        edits.append(
-            TextEdit(
-                range=Range(start=index.position(old_start), end=index.position(old_end)),
-                new_text=new_text[new_start:new_end],
-            )
-        )
-    return edits
-
-
-def _common_prefix_length(first: list[str], second: list[str]) -> int:
-    length = 0
-    for a, b in zip(first, second, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
-
-
-def _offsets(lines: list[str]) -> list[int]:
-    """Start offset of every line, and the end of the text as one more entry."""
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    return starts
-
-
-def _narrow(
-    old: str, new: str, old_start: int, old_end: int, new_start: int, new_end: int
-) -> tuple[int, int, int, int] | None:
-    """A changed block shrunk by the characters it keeps at both ends; a boundary is never put
-    between the two characters of a \\r\\n, which no LSP position can name."""
-    limit = min(old_end - old_start, new_end - new_start)
-    prefix = 0
-    while prefix < limit and old[old_start + prefix] == new[new_start + prefix]:
-        prefix += 1
-    limit -= prefix
-    suffix = 0
-    while suffix < limit and old[old_end - 1 - suffix] == new[new_end - 1 - suffix]:
-        suffix += 1
-    old_start, new_start = old_start + prefix, new_start + prefix
-    old_end, new_end = old_end - suffix, new_end - suffix
-    if _splits_crlf(old, old_start) or _splits_crlf(new, new_start):
-        old_start, new_start = old_start - 1, new_start - 1
-    if _splits_crlf(old, old_end) or _splits_crlf(new, new_end):
-        old_end, new_end = old_end + 1, new_end + 1
-    if old_start == old_end and new_start == new_end:
-        return None
-    return old_start, old_end, new_start, new_end
-
-
-def _splits_crlf(text: str, offset: int) -> bool:
-    return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
+        for edit in minimal_offset_edits(old_text, new_text)
+    ]
 
 
 # --- the whole flow ----------------------------------------------------------------------

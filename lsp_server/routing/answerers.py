@@ -78,7 +78,7 @@ class Answerers:
                 Unserved.NO_ENDPOINT,
                 f"{why} and the local model failed to load: {self.local_error or 'unknown error'}",
             )
-        if role == "inline" and self.local_state is not LocalState.READY:
+        if role in ("inline", "edit") and self.local_state is not LocalState.READY:
             return Unavailable(
                 Unserved.LOCAL_LOADING, f"{why} and the local model is still loading; retry shortly"
             )
@@ -96,7 +96,7 @@ def who_answers(
     model = pool.local_model
     state = model.state if model is not None else None
     error = model.load_error if model is not None else None
-    if stay_local is None and offline and role == "inline":
+    if stay_local is None and offline and role in ("inline", "edit"):
         stay_local = Reason.OFFLINE
     if stay_local is not None:
         return Answerers((), pool.local, state, error, stay_local)

@@ -9,6 +9,7 @@ by that identity (`stats_snapshot`), for the state file and for sharing between 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -40,6 +41,15 @@ class Endpoint:
     stats: EndpointStats = field(default_factory=EndpointStats)
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
     last_error: str | None = None
+    # Next-edit traffic is measured apart: an edit answer is a whole region, a keystroke's a
+    # few tokens, and one estimate for both would rank neither well.
+    edit_stats: EndpointStats = field(default_factory=EndpointStats)
+    edit_view: bool = False  # this is `for_edits()` of a pool endpoint
+
+    def for_edits(self) -> Endpoint:
+        """This endpoint as next-edit routing sees it: its edit statistics, the same backend
+        and breaker."""
+        return dataclasses.replace(self, stats=self.edit_stats, edit_view=True)
 
     @property
     def is_local(self) -> bool:
@@ -48,7 +58,7 @@ class Endpoint:
     @property
     def roles(self) -> tuple[str, ...]:
         """The configured roles; the local model serves every role."""
-        return self.config.roles if self.config is not None else ("inline", "refactor")
+        return self.config.roles if self.config is not None else ("inline", "edit", "refactor")
 
     @property
     def key(self) -> str | None:
@@ -133,6 +143,12 @@ class EndpointPool:
         if self.local is not None:
             endpoints.append(self.local)
         return endpoints
+
+    def adopt_edit_view(self, view: Endpoint) -> None:
+        """Carry what an edit race learnt on a view (`for_edits`) back to the endpoint."""
+        endpoint = self.get(view.name)
+        if endpoint is not None and endpoint.backend is view.backend:
+            endpoint.last_error = view.last_error
 
     def get(self, name: str) -> Endpoint | None:
         if name == LOCAL_NAME:

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, unexpected_failure
@@ -61,10 +61,15 @@ class RaceOutcome:
     measuring: list[Attempt] = field(default_factory=list)
 
 
+# Starts one endpoint's answer stream: a race of another kind than inline completions (next
+# edits) asks each endpoint its own way.
+Ask = Callable[[Endpoint, Usage], AsyncIterator[str]]
+
+
 class InlineRace:
     def __init__(
         self,
-        request: CompletionRequest,
+        request: CompletionRequest | None,
         candidates: list[Endpoint],
         *,
         hedge_after_s: float,
@@ -74,8 +79,12 @@ class InlineRace:
         measure_riders: bool = False,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
+        ask: Ask | None = None,
     ) -> None:
+        """`request` is a completion each endpoint is asked for; `ask` instead starts each
+        endpoint's stream for another kind of request (then `request` is None)."""
         self._request = request
+        self._ask = ask
         self._measure_riders = measure_riders and on_text is None
         self._decided = False
         self._on_text = on_text
@@ -90,7 +99,8 @@ class InlineRace:
         self._hedged = False  # another endpoint was asked: a rider, or a hedge against slowness
         self._straggler_hedged = False
         self._wake = asyncio.Event()
-        cursor_line = request.prefix[request.prefix.rfind("\n") + 1 :]
+        prefix = request.prefix if request is not None else ""
+        cursor_line = prefix[prefix.rfind("\n") + 1 :]
         self._indent = len(cursor_line) - len(cursor_line.lstrip())
 
     async def run(self) -> RaceOutcome:
@@ -156,7 +166,12 @@ class InlineRace:
         return True
 
     async def _drive(self, attempt: Attempt) -> None:
-        stream = attempt.endpoint.backend.complete(self._request, attempt.usage)
+        request = self._request
+        if self._ask is not None:
+            stream = self._ask(attempt.endpoint, attempt.usage)
+        else:
+            assert request is not None
+            stream = attempt.endpoint.backend.complete(request, attempt.usage)
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for chunk in stream:
@@ -168,7 +183,9 @@ class InlineRace:
                         break
                     attempt.parts.append(chunk)
                     self._forward(attempt, chunk)
-                    if self._request.single_line and _has_complete_line(attempt.text):
+                    if request is None:
+                        continue
+                    if request.single_line and _has_complete_line(attempt.text):
                         break  # the rest of the line is all a single-line context can use
                     if _left_the_block(attempt.text, self._indent):
                         break  # a blank line, then code outside the block: the rest is unused

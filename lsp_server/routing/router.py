@@ -41,10 +41,11 @@ from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
-from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
+from lsp_server.routing.inline_race import Ask, Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
 from lsp_server.routing.shared_state import SharedState
@@ -126,6 +127,8 @@ class Router:
         self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
         self.decisions = DecisionLog()
         self.budget = HedgeBudget()
+        self.edit_budget = HedgeBudget()  # next edits hedge within their own share
+        self.edit_outcomes = EditOutcomes()
         self.shared: SharedState | None = None
         self._chooser = InlineChooser(rng)
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
@@ -218,7 +221,7 @@ class Router:
         started = time.monotonic()
         self.budget.count_request()
         self._connect_endpoints()
-        choice = self._inline_choice(local_only, request, pinned)
+        choice = self._choice("inline", local_only, float(request.max_tokens), pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
             return self._record_empty("inline", reason, started, uri)
@@ -240,39 +243,55 @@ class Router:
             self.shared.counted_inline(hedged=outcome.hedged)
         rider_reason = choice.rider_reason if parallel > 1 else None
         routed = self._settle_inline(
-            outcome, candidates, (reason, rider_reason), request, started, uri
+            outcome,
+            candidates,
+            (reason, rider_reason),
+            len(request.prefix) + len(request.suffix),
+            started,
+            uri,
         )
         self._save_now_and_then()
         return routed
 
-    def _inline_deadline_ms(self, candidates: list[Endpoint]) -> int:
-        """The keystroke deadline, or the local budget when only the local model can answer
-        (rule 6): the local model is then no hedge but the answer, and a CPU needs longer."""
-        keystroke = self.config.routing.inline_deadline_ms
+    def _inline_deadline_ms(self, candidates: list[Endpoint], keystroke: int | None = None) -> int:
+        """The keystroke deadline (`keystroke`: another role's), or the local budget when only
+        the local model can answer (rule 6): the local model is then no hedge but the answer,
+        and a CPU needs longer."""
+        if keystroke is None:
+            keystroke = self.config.routing.inline_deadline_ms
         if all(e.is_local for e in candidates):
             return max(keystroke, self.config.local.deadline_ms)
         return keystroke
 
-    def _inline_choice(
-        self, local_only: Reason | None, request: CompletionRequest, pinned: str | None
+    def _choice(
+        self,
+        role: Role,
+        local_only: Reason | None,
+        max_tokens: float,
+        pinned: str | None,
+        *,
+        view: Callable[[Endpoint], Endpoint] = lambda endpoint: endpoint,
+        deadline: int | None = None,
     ) -> Choice:
-        answerers = self.answerers("inline", local_only)
+        """Who asks a race of `role`, in order; `view` gives each endpoint as that role's
+        statistics see it, `deadline` is the role's budget."""
+        answerers = self.answerers(role, local_only)
         local, model = self.pool.local, self.pool.local_model
         if answerers.stay_local is not None:
             # The local model is the only answer: one still loading is waited for, within
             # the local budget, rather than skipped.
             answering = local is not None and model is not None and _awaitable(model)
             return Choice(
-                [local] if local is not None and answering else [], 1, answerers.stay_local
+                [view(local)] if local is not None and answering else [], 1, answerers.stay_local
             )
-        remotes = list(answerers.remotes)
+        remotes = [view(e) for e in answerers.remotes]
         if model is None:
             local_ready = False
         elif remotes:
             local_ready = _usable(model)
         else:  # a local-only configuration: as above, a loading model is waited for
             local_ready = _awaitable(model)
-        endpoints = remotes + ([local] if local is not None and local_ready else [])
+        endpoints = remotes + ([view(local)] if local is not None and local_ready else [])
         if not endpoints:
             loading = answerers.local_state is LocalState.LOADING
             return Choice([], 1, Reason.LOCAL_LOADING if loading else Reason.NO_ENDPOINT)
@@ -285,14 +304,15 @@ class Router:
         healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
         tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
         order = {e.name: i for i, e in enumerate(endpoints)}
-        deadline = self.config.routing.inline_deadline_ms
+        if deadline is None:
+            deadline = self.config.routing.inline_deadline_ms
 
         def prior_ms(endpoint: Endpoint) -> float:
             """Before any data: the configured order, the local model last."""
             prior = deadline * (1 + order[endpoint.name] * 0.05)
             return prior * 2 if endpoint.is_local else prior
 
-        tokens = min(self._suggestion_tokens.value or 1.0, float(request.max_tokens))
+        tokens = min(self._suggestion_tokens.value or 1.0, max_tokens)
         return self._chooser.choose(
             healthy,
             tripped,
@@ -320,9 +340,10 @@ class Router:
         outcome: RaceOutcome,
         candidates: list[Endpoint],
         reasons: tuple[Reason, Reason | None],
-        request: CompletionRequest,
+        prompt_chars: int,
         started: float,
         uri: str | None,
+        kind: str = "inline",
     ) -> Routed:
         measuring = {id(a) for a in outcome.measuring}
         for attempt in outcome.attempts:
@@ -347,7 +368,7 @@ class Router:
                 reason = rider_reason
             else:
                 reason = Reason.HEDGE_WIN
-        if winner is not None:
+        if winner is not None and kind == "inline":
             self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None
         tokens = winner.usage.completion_tokens if winner else 0
@@ -356,9 +377,7 @@ class Router:
             reason = Reason.DEADLINE
         cost = 0.0
         if winner is not None:
-            prompt_tokens = winner.usage.prompt_tokens or (
-                (len(request.prefix) + len(request.suffix)) // 4
-            )
+            prompt_tokens = winner.usage.prompt_tokens or prompt_chars // 4
             cost = estimate_cost(winner.endpoint.price, prompt_tokens, tokens)
             winner.endpoint.stats.cost_usd += cost
         routed = Routed(
@@ -374,7 +393,7 @@ class Router:
         self.decisions.add(
             Decision(
                 time=now_iso(),
-                kind="inline",
+                kind=kind,
                 endpoint=routed.endpoint,
                 reason=reason,
                 latency_ms=round(latency_ms, 2),
@@ -458,8 +477,9 @@ class Router:
                 shared.breaker_opened(endpoint.name, open_for_s)
 
     def _shared_for(self, endpoint: Endpoint) -> SharedState | None:
-        """Where to tell what `endpoint` did; the local model is this process's own business."""
-        return None if endpoint.is_local else self.shared
+        """Where to tell what `endpoint` did; the local model is this process's own business,
+        and so is edit traffic (peers share inline estimates)."""
+        return None if endpoint.is_local or endpoint.edit_view else self.shared
 
     def record_cache_hit(self, endpoint: str | None, uri: str | None) -> None:
         """A suggestion served again from the completion cache is a decision too, so the
@@ -493,6 +513,60 @@ class Router:
             )
         )
         return Routed("", None, reason, latency_ms, 0, failures=failures)
+
+    # -- next edits ------------------------------------------------------------------------
+
+    async def edit(
+        self,
+        ask: Ask,
+        *,
+        prompt_chars: int,
+        answer_tokens: int,
+        uri: str | None = None,
+        local_only: Reason | None = None,
+        pinned: str | None = None,
+    ) -> Routed:
+        """Route one next-edit prediction as a keystroke is routed (the same ranking, hedging,
+        breakers and decision log) among the `edit` endpoints, under `edit_deadline_ms`; `ask`
+        starts one endpoint's answer in its own format. Each endpoint's edit latency is
+        measured apart from its inline latency, which it would otherwise distort."""
+        started = time.monotonic()
+        self.edit_budget.count_request()
+        self._connect_endpoints()
+        deadline = self.config.routing.edit_deadline_ms
+        choice = self._choice(
+            "edit",
+            local_only,
+            float(answer_tokens),
+            pinned,
+            view=Endpoint.for_edits,
+            deadline=deadline,
+        )
+        candidates, reason, parallel = choice.order, choice.reason, choice.parallel
+        if not candidates:
+            return self._record_empty("edit", reason, started, uri)
+        race = InlineRace(
+            None,
+            candidates,
+            hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
+            deadline_s=self._inline_deadline_ms(candidates, deadline) / 1000,
+            may_hedge=self.edit_budget.hedge_left(self.config.routing.max_hedge_ratio),
+            parallel=parallel,
+            measure_riders=choice.rider_reason == "explore",
+            ask=ask,
+        )
+        outcome = await race.run()
+        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
+        self.edit_budget.count_outcome(hedged=outcome.hedged, explored=explored)
+        rider_reason = choice.rider_reason if parallel > 1 else None
+        routed = self._settle_inline(
+            outcome, candidates, (reason, rider_reason), prompt_chars, started, uri, "edit"
+        )
+        for view in candidates:
+            self.pool.adopt_edit_view(view)
+        if outcome.timed_out:  # a partial rewrite is no edit
+            routed = dataclasses.replace(routed, text="")
+        return routed
 
     # -- refactor ---------------------------------------------------------------------------
 
@@ -643,11 +717,31 @@ class Router:
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,
             "hedged_requests": self.budget.hedged_requests,
+            "edit_requests": self.edit_budget.inline_requests,
+            "hedged_edit_requests": self.edit_budget.hedged_requests,
             "chat_requests": self.chats.requests,
             "hedged_chat_requests": self.chats.hedged,
             "shared_state": self.shared.status() if self.shared is not None else None,
-            "endpoints": [_endpoint_status(e) for e in self.pool.all()],
+            "endpoints": [
+                {**_endpoint_status(e), "edit": self._edit_status(e)} for e in self.pool.all()
+            ],
             "decisions": [d.to_json() for d in self.decisions.recent()],
+        }
+
+    def _edit_status(self, endpoint: Endpoint) -> dict[str, Any] | None:
+        """Next-edit traffic of one endpoint: latency, and how often what it proposed was
+        accepted or dismissed once shown."""
+        if "edit" not in endpoint.roles:
+            return None
+        stats = endpoint.edit_stats
+        return {
+            "requests": stats.requests,
+            "wins": stats.wins,
+            "errors": stats.errors,
+            "p50_ms": _round(stats.percentile(0.5)),
+            "p95_ms": _round(stats.percentile(0.95)),
+            "cost_usd": round(stats.cost_usd, 6),
+            **self.edit_outcomes.status(endpoint.name),
         }
 
     def _save_now_and_then(self) -> None:

@@ -498,10 +498,12 @@ class LlamaCppShape(WireShape):
 
 # Provider dialects: path → shape, with the base URL an endpoint of that kind is given.
 PROVIDER_ROUTES: dict[str, tuple[tuple[str, type[WireShape]], ...]] = {
-    # Mercury: FIM at `{base}/fim/completions` in the text-completion shape; chat as OpenAI.
+    # Mercury: FIM at `{base}/fim/completions` in the text-completion shape; chat as OpenAI;
+    # next edits at `{base}/edit/completions`, a chat body answered in the chat shape.
     "inception": (
         ("/inception/v1/fim/completions", CompletionsShape),
         ("/inception/v1/chat/completions", ChatShape),
+        ("/inception/v1/edit/completions", ChatShape),
     ),
     "mistral": (
         ("/mistral/v1/fim/completions", MistralFimShape),

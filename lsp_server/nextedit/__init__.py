@@ -1,0 +1,1 @@
+"""Next-edit predictions: the edit the person makes next, from the edits just made."""

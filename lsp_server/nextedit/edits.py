@@ -1,0 +1,59 @@
+"""A rewritten region turned into the smallest edits of the document, or refused.
+
+The model sees a stretch of the file around the region; one that writes that stretch back
+(the lines just before or after the region at its edges) or grows the region out of all
+proportion rewrites what it was not given to edit, and its answer is dropped.
+"""
+
+from __future__ import annotations
+
+from lsp_server.nextedit.request import EditRequest
+from lsp_server.text_edits import OffsetEdit, minimal_offset_edits
+
+# A region may grow by this many lines (a body filled in), not more.
+MAX_ADDED_LINES = 20
+
+
+class OutsideTheRegion(ValueError):
+    """The answer rewrites text outside the editable region."""
+
+
+def region_edits(request: EditRequest, new_region: str) -> list[OffsetEdit]:
+    """The document edits that replace the region with `new_region`; [] when it is unchanged."""
+    start, end = request.region
+    old_region = request.text[start:end]
+    if new_region == old_region:
+        return []
+    if new_region.count("\n") > old_region.count("\n") + MAX_ADDED_LINES:
+        raise OutsideTheRegion("the answer is far larger than the region")
+    before = _neighbour_line(request.text[:start].rstrip("\r\n"), last=True)
+    after = _neighbour_line(request.text[end:].lstrip("\r\n"), last=False)
+    new_lines = new_region.splitlines()
+    old_lines = old_region.splitlines()
+    if before.strip() and new_lines[:1] == [before] and old_lines[:1] != [before]:
+        raise OutsideTheRegion("the answer repeats the line before the region")
+    if after.strip() and new_lines[-1:] == [after] and old_lines[-1:] != [after]:
+        raise OutsideTheRegion("the answer repeats the line after the region")
+    return [
+        OffsetEdit(start + e.start, start + e.end, e.new_text)
+        for e in minimal_offset_edits(old_region, new_region)
+    ]
+
+
+def hull(edits: list[OffsetEdit], text: str) -> OffsetEdit:
+    """One edit spanning all of `edits` (sorted, read against `text`): what a client that
+    takes one replacement per suggestion shows."""
+    start, end = edits[0].start, edits[-1].end
+    pieces: list[str] = []
+    cursor = start
+    for edit in edits:
+        pieces += [text[cursor : edit.start], edit.new_text]
+        cursor = edit.end
+    return OffsetEdit(start, end, "".join(pieces))
+
+
+def _neighbour_line(text: str, *, last: bool) -> str:
+    if not text:
+        return ""
+    lines = text.splitlines()
+    return lines[-1] if last else lines[0]

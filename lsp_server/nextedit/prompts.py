@@ -1,0 +1,51 @@
+"""Each endpoint's call for a next edit, in its `edit_format`, and its answer read back."""
+
+from __future__ import annotations
+
+from lsp_server.backends.base import EditCall, estimate_tokens
+from lsp_server.config.model import EditFormat, EndpointConfig
+from lsp_server.config.providers import edit_format, edit_path
+from lsp_server.nextedit import chat_format, mercury_format, sweep_format, zeta_format
+from lsp_server.nextedit.region import CONTEXT_LINES, context_window
+from lsp_server.nextedit.request import EditRequest
+
+# Room for the rewritten region: twice its own size (it may grow), and a floor for small ones.
+ANSWER_TOKENS_FLOOR = 128
+
+
+def format_of(endpoint: EndpointConfig | None) -> EditFormat:
+    """The local model (None) answers in the chat format."""
+    return "chat" if endpoint is None else edit_format(endpoint)
+
+
+def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall:
+    form = format_of(endpoint)
+    path = "" if endpoint is None else edit_path(endpoint)
+    max_tokens = max(ANSWER_TOKENS_FLOOR, 2 * estimate_tokens(len(request.region_text)))
+    if form == "zeta":
+        context = context_window(request.text, request.region, zeta_format.ZETA_CONTEXT_LINES)
+        prompt = zeta_format.zeta_prompt(request, context)
+        return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=zeta_format.STOP)
+    context = context_window(request.text, request.region, CONTEXT_LINES)
+    if form == "sweep":
+        prompt = sweep_format.sweep_prompt(request, context)
+        return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=sweep_format.STOP)
+    if form == "mercury":
+        messages = mercury_format.mercury_messages(request, context)
+        return EditCall(path, messages, max_tokens=max_tokens)
+    messages = chat_format.chat_messages(request, context)
+    return EditCall(path, messages, max_tokens=max_tokens)
+
+
+def read_answer(form: EditFormat, answer: str) -> str | None:
+    """The rewritten region of an answer in `form`; None: no edit proposed. ValueError: the
+    answer is malformed."""
+    match form:
+        case "zeta":
+            return zeta_format.read_zeta_answer(answer)
+        case "sweep":
+            return sweep_format.read_sweep_answer(answer)
+        case "mercury":
+            return mercury_format.read_mercury_answer(answer)
+        case _:
+            return chat_format.read_chat_answer(answer)

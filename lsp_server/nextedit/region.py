@@ -1,0 +1,67 @@
+"""The editable region: the whole lines around the cursor a model may rewrite.
+
+Mercury's guidance is 10 to 15 lines, about 25 at most: a region much larger costs output
+tokens (the model writes it out whole) and invites edits far from where the person works.
+The sizes are settings of this module so the benchmark can choose them
+(`bench/bench_next_edit.py`).
+"""
+
+from __future__ import annotations
+
+# Lines before and after the cursor's line: 13 lines in all.
+REGION_LINES_BEFORE = 4
+REGION_LINES_AFTER = 8
+# Lines of the file around the region that a prompt shows as context (the current file's
+# content is sent whole when it is shorter).
+CONTEXT_LINES = 150
+
+
+def editable_region(
+    text: str,
+    cursor: int,
+    *,
+    lines_before: int = REGION_LINES_BEFORE,
+    lines_after: int = REGION_LINES_AFTER,
+) -> tuple[int, int]:
+    """(start, end) offsets of the region: from the start of the line `lines_before` above the
+    cursor's to the end of the line `lines_after` below it, before its line break."""
+    start = _line_start(text, cursor)
+    for _ in range(lines_before):
+        if start == 0:
+            break
+        start = _line_start(text, start - 1)
+    end = _line_end(text, cursor)
+    for _ in range(lines_after):
+        end = _next_line_end(text, end)
+    return start, end
+
+
+def context_window(
+    text: str, region: tuple[int, int], lines: int = CONTEXT_LINES
+) -> tuple[int, int]:
+    """(start, end) of `lines` whole lines before and after `region`."""
+    start, end = region
+    for _ in range(lines):
+        if start == 0:
+            break
+        start = _line_start(text, start - 1)
+    for _ in range(lines):
+        end = _next_line_end(text, end)
+    return start, end
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _next_line_end(text: str, end: int) -> int:
+    """The end of the line after the one that ends at `end` (`end` itself on the last line)."""
+    newline = text.find("\n", end)
+    return end if newline < 0 else _line_end(text, newline + 1)
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    if end < 0:
+        return len(text)
+    return end - 1 if end > 0 and text[end - 1] == "\r" else end

@@ -1,0 +1,39 @@
+"""What a next-edit prediction is asked from: a document, its cursor and editable region, the
+recent edits and the recently viewed code, whatever the front door that asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lsp_server.backends.base import ChatMessage, ContextChunk
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEdit:
+    """One recent edit, as a unified diff of the file it changed (`--- a/p`, `+++ b/p`, hunks)."""
+
+    uri: str
+    path: str  # as prompts name the file
+    diff: str
+
+
+@dataclass(frozen=True, slots=True)
+class EditRequest:
+    """`text` is the document (or the excerpt of it a client sent); `region` the (start, end)
+    offsets of the whole lines the model may rewrite (`end` before the last line's break),
+    `cursor` inside it. `history` is oldest first; `snippets` are already judged shareable."""
+
+    uri: str
+    path: str
+    text: str
+    cursor: int
+    region: tuple[int, int]
+    history: tuple[HistoryEdit, ...] = ()
+    snippets: tuple[ContextChunk, ...] = ()
+    language: str = ""
+    # A Mercury-style client's own messages: a Mercury endpoint gets them as they came.
+    mercury_messages: tuple[ChatMessage, ...] = ()
+
+    @property
+    def region_text(self) -> str:
+        return self.text[self.region[0] : self.region[1]]

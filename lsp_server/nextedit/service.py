@@ -1,0 +1,205 @@
+"""The next-edit service: a document and a cursor (or a client's own prompt) in, the smallest
+edits of the predicted next edit and what happened out.
+
+It assembles the request from what the server has seen (the editable region, the edit
+history, the context store's recently viewed chunks), judges every part of it for privacy,
+asks the router (each `edit` endpoint in its own format), and turns the answer into edits
+inside the region, or none. It knows nothing of the protocol that asked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from lsp_server.backends.base import ContextChunk, Usage
+from lsp_server.context.store import ContextStore
+from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
+from lsp_server.nextedit.history import EditHistory
+from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
+from lsp_server.nextedit.region import context_window, editable_region
+from lsp_server.nextedit.request import EditRequest
+from lsp_server.privacy.guard import PrivacyGuard
+from lsp_server.reasons import Reason
+from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.router import EndpointFailure, Router
+from lsp_server.text_edits import OffsetEdit
+
+# Tokens of recently viewed code in a next-edit prompt.
+SNIPPET_TOKENS = 1024
+MAX_PENDING_OUTCOMES = 256  # edits shown and not yet accepted or dismissed, remembered by id
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class NextEdit:
+    """A predicted next edit: `edits` of the document (sorted, none when nothing changes) and
+    the rewritten region they come from; who answered and why, and what failed."""
+
+    id: str
+    edits: tuple[OffsetEdit, ...]
+    region: tuple[int, int]
+    new_region: str | None  # None: no edit proposed, or the answer was dropped
+    endpoint: str | None
+    reason: Reason
+    latency_ms: float
+    timed_out: bool = False
+    failures: tuple[EndpointFailure, ...] = ()
+    dropped: str | None = None  # why an answer was not used
+    # All of `edits` as one replacement: what a client showing one change per edit takes.
+    hull: OffsetEdit | None = None
+
+
+class NextEditService:
+    def __init__(
+        self, router: Router, privacy: PrivacyGuard, context: ContextStore | None = None
+    ) -> None:
+        self.router = router
+        self.privacy = privacy
+        self.context = context
+        self.history = EditHistory()
+        self._shown: OrderedDict[str, str] = OrderedDict()  # id -> endpoint, awaiting an outcome
+        self._last_shown: dict[str, str] = {}  # uri -> id of the edit last shown there
+
+    # -- what the server sees ---------------------------------------------------------------
+
+    def opened(self, uri: str, text: str) -> None:
+        self.history.opened(uri, text)
+
+    def changed(self, uri: str, text: str, line: int | None) -> None:
+        self.history.changed(uri, self._path(uri), text, line)
+
+    def closed(self, uri: str) -> None:
+        self.history.closed(uri)
+
+    # -- predictions ------------------------------------------------------------------------
+
+    async def predict(
+        self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
+    ) -> NextEdit:
+        """The next edit around `offset` in a document the server holds."""
+        self._dismiss_unanswered(uri)
+        region = editable_region(text, offset)
+        snippets: tuple[ContextChunk, ...] = ()
+        if self.context is not None:
+            snippets = self.context.ranked(uri, text, region, offset, SNIPPET_TOKENS)
+        request = EditRequest(
+            uri=uri,
+            path=self._path(uri),
+            text=text,
+            cursor=offset,
+            region=region,
+            history=self.history.recent(),
+            snippets=snippets,
+            language=language,
+        )
+        return await self.answer(request, pinned=pinned)
+
+    async def answer(
+        self, request: EditRequest, *, sensitive: bool = False, pinned: str | None = None
+    ) -> NextEdit:
+        """The next edit for an assembled request (a gateway client's prompt, or `predict`'s);
+        `sensitive` is the client saying so itself."""
+        stay_local = Reason.SENSITIVE if sensitive else self._privacy(request)
+        answer_tokens = len(request.region_text) // 2 + 64
+
+        def ask(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
+            return endpoint.backend.edit(edit_call(request, endpoint.config), usage)
+
+        routed = await self.router.edit(
+            ask,
+            prompt_chars=len(request.text),
+            answer_tokens=answer_tokens,
+            uri=request.uri,
+            local_only=stay_local,
+            pinned=pinned,
+        )
+        new_region: str | None = None
+        edits: list[OffsetEdit] = []
+        dropped = None
+        if routed.endpoint is not None and routed.text:
+            answering = self.router.pool.get(routed.endpoint)
+            form = format_of(answering.config if answering is not None else None)
+            try:
+                new_region = read_answer(form, routed.text)
+                if new_region is not None:
+                    edits = region_edits(request, new_region)
+            except (OutsideTheRegion, ValueError) as error:
+                new_region, edits, dropped = None, [], str(error)
+        return NextEdit(
+            id=str(next(_ids)),
+            edits=tuple(edits),
+            region=request.region,
+            new_region=new_region,
+            endpoint=routed.endpoint,
+            reason=routed.reason,
+            latency_ms=routed.latency_ms,
+            timed_out=routed.timed_out,
+            failures=routed.failures,
+            dropped=dropped,
+            hull=hull(edits, request.text) if edits else None,
+        )
+
+    # -- what became of an edit -------------------------------------------------------------
+
+    def proposed(self, uri: str, edit: NextEdit) -> None:
+        """An edit went to a client, which may show it."""
+        if edit.endpoint is None or not edit.edits:
+            return
+        self._shown[edit.id] = edit.endpoint
+        self._shown.move_to_end(edit.id)
+        while len(self._shown) > MAX_PENDING_OUTCOMES:
+            self._shown.popitem(last=False)
+        self._last_shown[uri] = edit.id
+
+    def shown(self, edit_id: str) -> None:
+        endpoint = self._shown.get(edit_id)
+        if endpoint is not None:
+            self.router.edit_outcomes.shown[endpoint] += 1
+
+    def accepted(self, edit_id: str) -> bool:
+        endpoint = self._shown.pop(edit_id, None)
+        if endpoint is None:
+            return False
+        self.router.edit_outcomes.accepted[endpoint] += 1
+        return True
+
+    def dismissed(self, edit_id: str) -> bool:
+        endpoint = self._shown.pop(edit_id, None)
+        if endpoint is None:
+            return False
+        self.router.edit_outcomes.dismissed[endpoint] += 1
+        return True
+
+    def _dismiss_unanswered(self, uri: str) -> None:
+        """A new request where an edit was shown and not accepted: it was passed over."""
+        previous = self._last_shown.pop(uri, None)
+        if previous is not None:
+            self.dismissed(previous)
+
+    # -- privacy ------------------------------------------------------------------------------
+
+    def _privacy(self, request: EditRequest) -> Reason | None:
+        """Every part of the prompt: the file around the region (its path and contents), each
+        recent edit (its file and its diff) and each snippet."""
+        window = context_window(request.text, request.region)
+        reason = self.privacy.window_reason(
+            request.uri, request.text, window[0], request.cursor, window[1]
+        )
+        if reason is not None:
+            return reason
+        for edit in request.history:
+            reason = self.privacy.text_reason(edit.uri, edit.diff)
+            if reason is not None:
+                return reason
+        for chunk in request.snippets:
+            reason = self.privacy.text_reason(chunk.path, chunk.text)
+            if reason is not None:
+                return reason
+        return None
+
+    def _path(self, uri: str) -> str:
+        path = self.context.workspace_path(uri) if self.context is not None else ""
+        return path or uri.rsplit("/", 1)[-1]
