@@ -40,7 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,6 +270,7 @@ async def run_condition(
     args: argparse.Namespace,
     workdir: Path,
     outcomes: list[Outcome],
+    after_each: Callable[[], None],
 ) -> None:
     home = workdir / condition.label.replace(" ", "_")
     workspace = home / "ws"
@@ -317,6 +318,7 @@ async def run_condition(
             warm = index < args.warm
             outcome = await _ask(client, task, workspace / f"t{index}", condition, warm)
             outcomes.append(outcome)
+            after_each()
             if args.verbose:
                 print(
                     f"  {condition.label} {task.kind} {task.key} exact={outcome.exact} "
@@ -501,8 +503,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
         for condition in plan:
             started = time.perf_counter()
             results[condition.label] = []
-            await run_condition(condition, chosen, args, workdir, results[condition.label])
-            save(args, results)
+            await run_condition(
+                condition,
+                chosen,
+                args,
+                workdir,
+                results[condition.label],
+                lambda: save(args, results),
+            )
             print(f"  {condition.label}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print(
         f"load average after {os.getloadavg()[0]:.2f}; <=dl: cold within the shipped "
@@ -517,6 +525,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
 
 
 def save(args: argparse.Namespace, results: dict[str, list[Outcome]]) -> None:
+    """Every outcome so far, as JSON (with `--json`): a long run stopped early keeps them."""
     if not args.json:
         return
     args.json.write_text(
