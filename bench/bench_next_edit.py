@@ -8,12 +8,12 @@ The tasks (bench/next_edit_set.py) are commits of public Python projects that ch
 in a few small hunks: the earlier hunks are the history, the last is the edit to predict; a
 nothing-to-do subset asks after the last hunk, where the right answer is no edit. For each
 condition (a local-model preset, the editable region as lines before+after the cursor's, the
-history's bound in edits) one `gateway-ls serve` runs over stdio, configured for the local model
-alone (bench/next_edit_server.py sets the sizes), and each task is replayed as an editor sends
-it: the file opened, each hunk of the history one `didChange`, then
-`textDocument/copilotInlineEdit` at the cursor the last hunk left (cold: the first request on
-the document), and for the first `--warm` tasks the same request again (warm: the prompt is in
-the model's KV cache).
+history's bound in edits) `gateway-ls serve` runs over stdio, configured for the local model
+alone (bench/next_edit_server.py sets the sizes), a new one for each task so that no task sees
+another's edits or files, and each task is replayed as an editor sends it: the file opened,
+each hunk of the history one `didChange`, then `textDocument/copilotInlineEdit` at the cursor
+the last hunk left (cold: the first request on the document), and for the first `--warm`
+tasks the same request again (warm: the prompt is in the model's KV cache).
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
@@ -40,7 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -272,7 +272,30 @@ async def run_condition(
     outcomes: list[Outcome],
     after_each: Callable[[], None],
 ) -> None:
-    home = workdir / condition.label.replace(" ", "_")
+    """Each task in a server of its own: the edit history spans a workspace's documents and
+    the context store remembers what was viewed, so one server would show a task the edits and
+    files of the tasks before it."""
+    for index, task in enumerate(chosen):
+        home = workdir / condition.label.replace(" ", "_") / f"t{index}"
+        async with _server(condition, args, home) as client:
+            warm = index < args.warm
+            outcome = await _ask(client, task, home / "ws", condition, warm)
+        outcomes.append(outcome)
+        after_each()
+        if args.verbose:
+            print(
+                f"  {condition.label} {task.kind} {task.key} exact={outcome.exact} "
+                f"sim={outcome.similarity:.2f} edited={outcome.edited} "
+                f"cold={outcome.cold_ms:.0f}",
+                file=sys.stderr,
+            )
+
+
+@contextlib.asynccontextmanager
+async def _server(
+    condition: Condition, args: argparse.Namespace, home: Path
+) -> AsyncIterator[LanguageClient]:
+    """A `gateway-ls serve` for `condition`, its local model loaded."""
     workspace = home / "ws"
     workspace.mkdir(parents=True)
     config = home / "config.toml"
@@ -314,18 +337,7 @@ async def run_condition(
         )
         client.initialized(types.InitializedParams())
         await _wait_until_loaded(client, workspace)
-        for index, task in enumerate(chosen):
-            warm = index < args.warm
-            outcome = await _ask(client, task, workspace / f"t{index}", condition, warm)
-            outcomes.append(outcome)
-            after_each()
-            if args.verbose:
-                print(
-                    f"  {condition.label} {task.kind} {task.key} exact={outcome.exact} "
-                    f"sim={outcome.similarity:.2f} edited={outcome.edited} "
-                    f"cold={outcome.cold_ms:.0f}",
-                    file=sys.stderr,
-                )
+        yield client
     finally:
         with contextlib.suppress(RuntimeError):
             await client.shutdown_async(None)
