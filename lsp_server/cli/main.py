@@ -127,6 +127,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help='ask only this endpoint (a configured name, or "local"); privacy rules still win',
     )
+    complete.add_argument(
+        "--next-edit",
+        action="store_true",
+        help="print the predicted next edit around FILE:LINE:COL as a unified diff instead",
+    )
     complete.set_defaults(run=_run_complete)
 
     doctor = commands.add_parser(
@@ -192,6 +197,12 @@ def _run_gateway(args: argparse.Namespace, config: Config) -> int:
 
 
 def _run_complete(args: argparse.Namespace, config: Config) -> int:
+    if args.next_edit:
+        from lsp_server.cli.next_edit import next_edit_at
+
+        return next_edit_at(
+            config, args.location, deadline_ms=args.deadline_ms, endpoint=args.endpoint
+        )
     from lsp_server.cli.complete import complete_at
 
     return complete_at(config, args.location, deadline_ms=args.deadline_ms, endpoint=args.endpoint)

@@ -35,6 +35,7 @@ from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
 from lsp_server.config.model import Role
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.chat_completions import (
+    DEFAULT_URI,
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
@@ -42,6 +43,8 @@ from lsp_server.gateway.chat_completions import (
     Origin,
 )
 from lsp_server.gateway.client_tokens import ClientTokens
+from lsp_server.gateway.edit_completions import EditCompletions
+from lsp_server.gateway.errors import openai_error
 from lsp_server.gateway.event_feed import EventFeed, event_stream
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.openai_wire import (
@@ -58,6 +61,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import (
+    CLIENT_KEY,
     BearerAuth,
     ClientGone,
     cancel_on_disconnect,
@@ -68,7 +72,7 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
-from lsp_server.routing.answerers import Unavailable, Unserved
+from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import Suggestion
@@ -77,10 +81,8 @@ AUTO_MODEL = "gateway-ls"
 AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
-DEFAULT_URI = "gateway:request"
 DEFAULT_INLINE_MAX_TOKENS = 64
 MAX_INLINE_TOKENS = 512
-LOADING_RETRY_AFTER_S = "2"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
@@ -91,6 +93,7 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
         routes=[
             Route("/v1/models", gateway.models, methods=["GET"]),
             Route("/v1/completions", gateway.completions, methods=["POST"]),
+            Route("/v1/edit/completions", gateway.edits.mercury, methods=["POST"]),
             Route(
                 "/v1/chat/completions",
                 ChatCompletions(engine.chats, _origin).handle,
@@ -115,6 +118,7 @@ class _Gateway:
         self.engine = engine
         self.router = engine.router
         self.clients = clients
+        self.edits = EditCompletions(engine.next_edits, _origin, self._edit_pinned)
 
     # -- small routes ---------------------------------------------------------------------
 
@@ -139,6 +143,8 @@ class _Gateway:
 
     async def completions(self, request: Request) -> Response:
         body = parse_completion_body(parse_json_object(await read_body(request)))
+        if body.suffix is None and is_zeta_prompt(body.prompt):
+            return await self.edits.zeta(request, body)  # Zed's edit predictions
         pinned = self._pinned(body.model, "inline")
         origin = _origin(request)
         completion = _with_path(_completion_request(body), origin.uri)
@@ -224,6 +230,14 @@ class _Gateway:
 
     # -- routing inputs -------------------------------------------------------------------
 
+    def _edit_pinned(self, model: str) -> str | None:
+        """The `edit` endpoint a next-edit request's `model` names; any other name (a client's
+        own, such as "mercury-coder" or "zeta") routes automatically."""
+        endpoint = self.router.pool.get(model) if model else None
+        if endpoint is None or endpoint.is_local or "edit" not in endpoint.roles:
+            return None
+        return endpoint.name
+
     def _pinned(self, model: str, role: Role) -> str | None:
         """The endpoint a `model` names; None (automatic routing) for `auto` and `gateway-ls`.
 
@@ -258,18 +272,7 @@ def _origin(request: Request) -> Origin:
     is the client's own verdict, which can only make the request stricter."""
     uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
     sensitive = request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES
-    return Origin(uri, sensitive)
-
-
-def _unavailable_error(unavailable: Unavailable) -> GatewayError:
-    if unavailable.code is Unserved.LOCAL_LOADING:
-        return GatewayError(
-            503,
-            unavailable.message,
-            code=unavailable.code.value,
-            headers={"Retry-After": LOADING_RETRY_AFTER_S},
-        )
-    return GatewayError(503, unavailable.message, code=unavailable.code.value)
+    return Origin(uri, sensitive, request.scope.get("state", {}).get(CLIENT_KEY, ""))
 
 
 def _completion_answer(
@@ -278,7 +281,7 @@ def _completion_answer(
     """The answer to a completion request, or the error that says why there is none."""
     if suggestion.endpoint is None and not suggestion.timed_out:
         if suggestion.unavailable is not None:
-            raise _unavailable_error(suggestion.unavailable)
+            raise openai_error(suggestion.unavailable)
         failure = suggestion.detail or "no answer"
         raise GatewayError(502, f"no endpoint answered: {failure}", code="upstream_failed")
     prompt_tokens = estimate_tokens(len(completion.prefix) + len(completion.suffix))

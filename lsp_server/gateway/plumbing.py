@@ -22,6 +22,7 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 OPEN_PATHS = frozenset({"/healthz"})
 # Routes that are not a client's work: reading the status does not count as a request.
 UNCOUNTED_PATHS = frozenset({"/v1/gateway-ls/status"})
+CLIENT_KEY = "gateway_ls_client"  # in the ASGI scope's state: who sent the request
 
 T = TypeVar("T")
 
@@ -32,7 +33,8 @@ class ClientGone(Exception):
 
 class BearerAuth:
     """ASGI middleware: with client tokens configured, every request needs
-    `Authorization: Bearer <token>`; each accepted request is counted for its client."""
+    `Authorization: Bearer <token>`; each accepted request is counted for its client, whose
+    name the request carries on (`CLIENT_KEY` in the scope's state)."""
 
     def __init__(self, app: ASGIApp, *, clients: ClientTokens | None) -> None:
         self.app = app
@@ -46,6 +48,7 @@ class BearerAuth:
         if client is not None:
             if scope["path"] not in UNCOUNTED_PATHS:
                 self._clients.requests[client] += 1
+            scope.setdefault("state", {})[CLIENT_KEY] = client
             await self.app(scope, receive, send)
             return
         self._clients.refused += 1

@@ -53,6 +53,6 @@ def read_chat_answer(answer: str) -> str | None:
     if match is None:
         raise ValueError("the answer has no fenced code block")
     body = match["body"]
-    for marker in (REGION_START, REGION_END, CURSOR):
-        body = body.replace(marker, "")
-    return body.strip("\n")
+    for marker in (REGION_START, REGION_END):  # a marker echoed on a line of its own
+        body = body.replace(f"{marker}\n", "").replace(f"\n{marker}", "").replace(marker, "")
+    return body.replace(CURSOR, "")

@@ -102,7 +102,7 @@ class EditHistory:
                 edits.append(current)
         kept: list[HistoryEdit] = []
         total = 0
-        for edit in reversed(edits):
+        for edit in reversed(edits[-HISTORY_MAX_EDITS:]):
             total += len(edit.diff)
             if total > HISTORY_MAX_CHARS:
                 break

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lsp_server.backends.base import ContextChunk, Usage
 from lsp_server.context.store import ContextStore
+from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
 from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
@@ -24,7 +25,7 @@ from lsp_server.nextedit.request import EditRequest
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint
-from lsp_server.routing.router import EndpointFailure, Router
+from lsp_server.routing.router import Router
 from lsp_server.text_edits import OffsetEdit
 
 # Tokens of recently viewed code in a next-edit prompt.
@@ -50,6 +51,8 @@ class NextEdit:
     dropped: str | None = None  # why an answer was not used
     # All of `edits` as one replacement: what a client showing one change per edit takes.
     hull: OffsetEdit | None = None
+    # Why nothing could have served it, when nothing did: no endpoint, the local model off.
+    unavailable: Refused | None = None
 
 
 class NextEditService:
@@ -128,6 +131,9 @@ class NextEditService:
                     edits = region_edits(request, new_region)
             except (OutsideTheRegion, ValueError) as error:
                 new_region, edits, dropped = None, [], str(error)
+        unavailable = None
+        if routed.endpoint is None and not routed.timed_out:
+            unavailable = self.router.answerers("edit", stay_local).unavailable("edit")
         return NextEdit(
             id=str(next(_ids)),
             edits=tuple(edits),
@@ -140,6 +146,7 @@ class NextEditService:
             failures=routed.failures,
             dropped=dropped,
             hull=hull(edits, request.text) if edits else None,
+            unavailable=unavailable,
         )
 
     # -- what became of an edit -------------------------------------------------------------

@@ -366,5 +366,11 @@ def first_secret(text: str, start: int = 0) -> SecretFinding | None:
     return next((finding for finding in _all_findings(text) if finding.start >= start), None)
 
 
+def first_secret_ending_after(text: str, position: int) -> SecretFinding | None:
+    """The first secret any rule finds that ends after `position`: one that begins before it
+    and runs on past it counts. The text before is still read, as context."""
+    return next((finding for finding in _all_findings(text) if finding.end > position), None)
+
+
 def contains_secret(text: str) -> bool:
     return first_secret(text) is not None

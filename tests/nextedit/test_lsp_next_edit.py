@@ -21,9 +21,9 @@ KEY_ENV = {"INCEPTION_API_KEY": "test-key"}
 SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 
 
-def mercury_config(server: FakeLLMServer, *, routing: str = "") -> str:
+def mercury_config(server: FakeLLMServer, *, routing: str = "edit_deadline_ms = 5000\n") -> str:
     return (
-        f"[routing]\nedit_deadline_ms = 5000\n{routing}\n[local]\nenabled = false\n"
+        f"[routing]\n{routing}\n[local]\nenabled = false\n"
         '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
         f'base_url = "{server.provider_base_url("inception")}"\n'
         'model = "mercury-edit-2"\nroles = ["edit"]\n'
@@ -32,7 +32,7 @@ def mercury_config(server: FakeLLMServer, *, routing: str = "") -> str:
 
 @contextlib.asynccontextmanager
 async def mercury_session(
-    tmp_path: Path, mercury: FakeLLMServer, routing: str = ""
+    tmp_path: Path, mercury: FakeLLMServer, routing: str = "edit_deadline_ms = 5000\n"
 ) -> AsyncIterator[LanguageClient]:
     """A session whose server has its core running: edits made before it runs are not yet
     history (an editor's first keystrokes come later than a test's)."""

@@ -1,0 +1,95 @@
+"""Each `edit_format`'s prompt and the reading of its answer, on one request."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.backends.base import ContextChunk
+from lsp_server.nextedit import chat_format, sweep_format, zeta_format
+from lsp_server.nextedit.edits import OutsideTheRegion, region_edits
+from lsp_server.nextedit.history import EditHistory, unified_diff
+from lsp_server.nextedit.mercury_format import mercury_prompt, parse_mercury_prompt
+from lsp_server.nextedit.region import editable_region
+from lsp_server.nextedit.request import EditRequest, HistoryEdit
+
+TEXT = "import os\n\ndef scale(amount, factor):\n    return value * factor\n\nprint(scale(1, 2))\n"
+CURSOR = TEXT.index("amount") + len("amount")
+
+
+def request() -> EditRequest:
+    region = editable_region(TEXT, CURSOR, lines_before=0, lines_after=1)
+    diff = unified_diff("s.py", TEXT.replace("amount", "value"), TEXT)
+    return EditRequest(
+        uri="s.py",
+        path="s.py",
+        text=TEXT,
+        cursor=CURSOR,
+        region=region,
+        history=(HistoryEdit("s.py", "s.py", diff),),
+        snippets=(ContextChunk("util.py", "def helper(): ..."),),
+    )
+
+
+def test_the_region_is_whole_lines_around_the_cursor() -> None:
+    assert request().region_text == "def scale(amount, factor):\n    return value * factor"
+
+
+def test_a_mercury_prompt_reads_back_as_the_request_it_was_written_from() -> None:
+    asked = request()
+    parsed = parse_mercury_prompt(mercury_prompt(asked, (0, len(TEXT))))
+    assert parsed.text == asked.text
+    assert parsed.region == asked.region and parsed.cursor == asked.cursor
+    assert parsed.snippets == asked.snippets
+    assert "+def scale(amount, factor):" in parsed.history[0].diff
+
+
+def test_a_zeta_prompt_reads_back_and_its_answer_is_read_as_zed_reads_it() -> None:
+    asked = request()
+    prompt = zeta_format.zeta_prompt(asked, (0, len(TEXT)))
+    assert prompt.startswith("### Instruction:") and prompt.endswith("### Response:\n")
+    assert "User edited s.py:\n```diff\n@@" in prompt  # hunks, as Zed's events carry them
+    parsed = zeta_format.parse_zeta_prompt(prompt)
+    assert (parsed.text, parsed.region, parsed.cursor) == (asked.text, asked.region, asked.cursor)
+    new = "def scale(amount, factor):\n    return amount * factor"
+    assert zeta_format.read_zeta_answer(zeta_format.zeta_answer(new)) == new
+
+
+def test_sweep_asks_for_the_updated_block_and_stops_at_the_next_file() -> None:
+    prompt = sweep_format.sweep_prompt(request(), (0, len(TEXT)))
+    assert "<|file_sep|>s.py.diff\noriginal:\n" in prompt
+    assert "<|file_sep|>current/s.py:3:4\ndef scale(amount<|cursor|>, factor):" in prompt
+    assert prompt.endswith("<|file_sep|>updated/s.py:3:4\n")
+    answer = "def scale(amount, factor):\n    return amount * factor\n<|file_sep|>junk"
+    assert sweep_format.read_sweep_answer(answer) == answer.split("\n<|file_sep|>")[0]
+
+
+def test_a_chat_answer_without_a_fence_is_malformed() -> None:
+    with pytest.raises(ValueError):
+        chat_format.read_chat_answer("def scale(amount, factor): ...")
+
+
+def test_edits_stay_inside_the_region_or_the_answer_is_dropped() -> None:
+    asked = request()
+    renamed = "def scale(amount, factor):\n    return amount * factor"
+    (edit,) = region_edits(asked, renamed)
+    assert TEXT[edit.start : edit.end] == "value" and edit.new_text == "amount"
+    assert region_edits(asked, asked.region_text) == []
+    with pytest.raises(OutsideTheRegion):
+        region_edits(asked, "\n" + renamed + "\n\nprint(scale(1, 2))")
+
+
+def test_keystrokes_on_one_line_are_one_edit_and_the_history_is_bounded() -> None:
+    now = [0.0]
+    history = EditHistory(clock=lambda: now[0])
+    history.opened("a", "x = 1\n")
+    for typed in ("x = 12\n", "x = 123\n", "x = 1234\n"):
+        now[0] += 0.1
+        history.changed("a", "a.py", typed, 0)
+    (edit,) = history.recent()
+    assert "-x = 1\n+x = 1234" in edit.diff
+    for step in range(20):  # edits far apart: each one its own, the oldest forgotten
+        now[0] += 5
+        text = "".join(f"line {i}\n" for i in range(200))
+        history.opened(f"d{step}", text)
+        history.changed(f"d{step}", f"d{step}.py", text.replace("line 100", "LINE"), 100)
+    assert 0 < len(history.recent()) <= 8

@@ -1,0 +1,119 @@
+"""Privacy over every part of a next-edit prompt, in process: an `Engine` on a recording
+Mercury endpoint on loopback, and a local model that stands in for the real one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage
+from lsp_server.backends.factory import remote_backend
+from lsp_server.backends.local_model import LocalModel, LocalState
+from lsp_server.config.loader import load_config_file
+from lsp_server.core.engine import Engine
+from lsp_server.nextedit.service import NextEdit
+from tests.nextedit.mercury_upstream import finish_the_rename
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+
+AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
+RENAMED = SOURCE.replace("(value", "(amount")
+
+
+class LocalStandIn(LocalModel):
+    """A local model that is always ready and answers a next edit by finishing the rename."""
+
+    def __init__(self) -> None:
+        self.name = "local"
+        self.is_local = True
+        self.asked = 0
+
+    @property
+    def state(self) -> LocalState:
+        return LocalState.READY
+
+    async def complete(
+        self, request: CompletionRequest, usage: Usage | None = None
+    ) -> AsyncIterator[str]:
+        yield ""
+
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        self.asked += 1
+        yield "```python\ndef scale(amount, factor):\n    result = amount * factor\n"
+        yield "    return result\n\n```"
+
+
+def engine_for(tmp_path: Path, mercury: FakeLLMServer, local: LocalStandIn, monkeypatch) -> Engine:
+    monkeypatch.setenv("INCEPTION_API_KEY", "test-key")
+    config_path = tmp_path / "config.toml"
+    config_path.write_text(
+        '[routing]\nedit_deadline_ms = 5000\noffline = "never"\n'
+        '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
+        f'base_url = "{mercury.provider_base_url("inception")}"\n'
+        'model = "mercury-edit-2"\nroles = ["edit"]\n',
+        encoding="utf-8",
+    )
+    return Engine(
+        load_config_file(config_path),
+        local_factory=lambda config: local,
+        remote_factory=remote_backend,
+    )
+
+
+def edit_bytes(server: FakeLLMServer) -> int:
+    return sum(len(r.body) for r in server.requests if r.path.endswith("/edit/completions"))
+
+
+async def predict(engine: Engine, uri: str) -> NextEdit:
+    return await engine.next_edits.predict(uri=uri, text=RENAMED, offset=16, language="python")
+
+
+async def rename(engine: Engine, uri: str) -> None:
+    engine.next_edits.opened(uri, SOURCE)
+    engine.next_edits.changed(uri, RENAMED, 0)
+
+
+async def test_a_secret_typed_in_an_earlier_edit_never_reaches_a_remote(
+    tmp_path: Path, monkeypatch
+) -> None:
+    local = LocalStandIn()
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            notes, scale = (tmp_path / "notes.py").as_uri(), (tmp_path / "scale.py").as_uri()
+            # The control: the same edits without the secret go to Mercury.
+            await rename(engine, scale)
+            control = await engine.next_edits.predict(
+                uri=scale, text=RENAMED, offset=16, language="python"
+            )
+            assert control.endpoint == "mercury" and edit_bytes(mercury) > 0
+            mercury.reset()
+            # A secret typed in another file, then the same rename: it is in the history.
+            engine.next_edits.opened(notes, "# notes\n")
+            engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
+            await rename(engine, (tmp_path / "other.py").as_uri())
+            edit = await predict(engine, (tmp_path / "other.py").as_uri())
+            assert edit.endpoint == "local" and edit.reason == "sensitive"
+            assert edit.edits  # the local model answered
+            assert edit_bytes(mercury) == 0
+            assert AWS_KEY_ID not in mercury.received_text()
+        finally:
+            await engine.aclose()
+
+
+async def test_a_sensitive_files_next_edit_is_answered_locally(tmp_path: Path, monkeypatch) -> None:
+    local = LocalStandIn()
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            uri = (tmp_path / "secrets" / "scale.py").as_uri()
+            await rename(engine, uri)
+            edit = await engine.next_edits.predict(
+                uri=uri, text=RENAMED, offset=16, language="python"
+            )
+            assert edit.endpoint == "local" and edit.reason == "sensitive"
+            assert local.asked == 1
+            assert [(e.new_text) for e in edit.edits] == ["amount"]
+            assert edit_bytes(mercury) == 0
+        finally:
+            await engine.aclose()
