@@ -96,6 +96,9 @@ def format_status(status: dict[str, Any]) -> str:
     if isinstance(shared, dict):
         parts.append(format_shared_state(shared))
     parts += ["", endpoints]
+    edits = format_edit_traffic(status)
+    if edits:
+        parts += ["", edits]
     clients = status.get("clients")
     if isinstance(clients, list):
         rows = [(c.get("name"), c.get("requests")) for c in clients if isinstance(c, dict)]
@@ -103,6 +106,46 @@ def format_status(status: dict[str, Any]) -> str:
         parts += ["", render_table(["client", "requests"], rows)]
     parts += ["", f"last decisions:\n{decisions}"]
     return "\n".join(parts)
+
+
+def format_edit_traffic(status: dict[str, Any]) -> str:
+    """Next-edit traffic per `edit` endpoint: latency, and what became of the edits shown."""
+    rows = []
+    for e in status.get("endpoints", []):
+        edit = e.get("edit")
+        if not isinstance(edit, dict):
+            continue
+        rows.append(
+            (
+                e.get("name"),
+                edit.get("requests"),
+                edit.get("wins"),
+                edit.get("errors"),
+                edit.get("p50_ms"),
+                edit.get("p95_ms"),
+                edit.get("shown"),
+                edit.get("acceptance_rate"),
+                edit.get("dismissal_rate"),
+            )
+        )
+    if not rows:
+        return ""
+    table = render_table(
+        [
+            "edit endpoint",
+            "requests",
+            "wins",
+            "errors",
+            "p50 ms",
+            "p95 ms",
+            "shown",
+            "accepted",
+            "dismissed",
+        ],
+        rows,
+    )
+    total = status.get("edit_requests", 0)
+    return f"next edits: {total} requests, {status.get('hedged_edit_requests', 0)} hedged\n{table}"
 
 
 def format_shared_state(shared: dict[str, Any]) -> str:
