@@ -39,6 +39,7 @@ DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
     "**/?(_|.)netrc",
     "**/.npmrc",
     "**/.pypirc",
+    "**/@(.pgpass|pgpass.conf)",  # PostgreSQL
     "**/.git-credentials",
     "**/.aws/credentials",
     "**/.docker/config.json",
