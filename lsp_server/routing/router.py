@@ -540,6 +540,7 @@ class Router:
                 "model": str(model.model_path or "") if model is not None else "",
                 "error": model.load_error if model is not None else None,
                 "fim": model.fim_supported if model is not None else None,
+                **(model.details() if model is not None else {}),
             },
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,

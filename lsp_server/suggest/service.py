@@ -81,6 +81,10 @@ class SuggestionService:
             self.router.record_cache_hit(cached.source, uri)
             return Suggestion(cached.text, cached.source, Reason.CACHE, 0.0, from_cache=True)
         suggestion = await self._route(request, uri, stay_local, pinned, None, None)
+        if suggestion.timed_out and not suggestion.text:
+            # The local model had no time to read this prompt: it reads on while idle, so the
+            # next keystroke here finds it read.
+            self.router.prefill_local(request, local_only=stay_local)
         if suggestion.text and suggestion.endpoint is not None:
             self.cache.put(
                 uri, request.prefix, request.suffix, suggestion.text, suggestion.endpoint
