@@ -24,7 +24,6 @@ response is also the non-streamed answer, so both carry the same output.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -32,6 +31,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_server import json_codec
 from lsp_server.gateway.openai_wire import GatewayError
 
 log = logging.getLogger(__name__)
@@ -407,8 +407,7 @@ def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 def sse_event(event: dict[str, Any]) -> bytes:
     """One server-sent event: the Responses API names each event after its `type`."""
-    data = json.dumps(event, separators=(",", ":"))
-    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_codec.dumps(event))
 
 
 def _new_id(prefix: str) -> str:
