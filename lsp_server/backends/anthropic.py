@@ -19,13 +19,13 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
     token_count,
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path
+from lsp_server.failures import FailureKind
 
 ANTHROPIC_VERSION = "2023-06-01"
 MODELS_PATH = "v1/models"

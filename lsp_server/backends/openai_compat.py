@@ -25,7 +25,6 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
     context_within,
     estimate_tokens,
@@ -50,6 +49,7 @@ from lsp_server.backends.http_common import (
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
+from lsp_server.failures import FailureKind
 
 # Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
 # servers may refuse the field, and are counted by estimate.

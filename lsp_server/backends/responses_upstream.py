@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends.base import BackendError, FailureKind
+from lsp_server.backends.base import BackendError
 from lsp_server.backends.http_common import (
     bearer_headers,
     endpoint_timeout_s,
@@ -27,6 +27,7 @@ from lsp_server.backends.http_common import (
     transport_error,
 )
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind
 
 # The events after which a Responses stream has said all it will.
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})

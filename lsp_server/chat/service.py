@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from lsp_server.backends.base import ChatEvent, ChatRequest
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import AUTO, ChatRouted
+from lsp_server.routing.chat_route import AUTO
 from lsp_server.routing.router import Router
+from lsp_server.routing.sequential_route import Answered
 
 
 class ChatService:
@@ -52,15 +53,15 @@ class ChatService:
         extra: Sequence[str] = (),
         on_event: Callable[[ChatEvent], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
-    ) -> ChatRouted:
+    ) -> Answered:
         """The answer, text and tool calls, from the endpoints `model` names (`auto`, `fast`,
         `reasoning`, `local`, or an endpoint's name).
 
-        Before asking anyone it raises `UnknownModel`, `NotAChatModel` or `ChatRefused` (for
-        instance: the request must stay local and the local model is off, or cannot call
-        tools); after, `ChatFailed` when every endpoint asked failed. `client` names who sent
-        it (its earlier turns are not judged again); what else it sent upstream
-        beyond the conversation (`extra`), judged with it. `on_attempt` hears each
+        Before asking anyone it raises `Refused` (for instance: an unknown model, or the
+        request must stay local and the local model is off, or cannot call tools); after,
+        `RouteFailed` when every endpoint asked failed. `client` names who sent it (its
+        earlier turns are not judged again); what else it sent upstream beyond the
+        conversation (`extra`), judged with it. `on_attempt` hears each
         endpoint's name as it is asked, `on_event` each text or tool-call piece as it comes;
         once a piece was passed on, a failure is not restarted on the next endpoint.
         """
@@ -68,7 +69,7 @@ class ChatService:
             request, uri=uri, sensitive=sensitive, client=client, extra=extra
         )
         plan = self.router.chats.plan(model, request, local_only=stay_local)
-        return await self.router.chats.run(
+        return await self.router.sequential.run(
             plan, request, uri=uri, on_event=on_event, on_attempt=on_attempt
         )
 

@@ -23,13 +23,14 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
 )
 from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.cli.local_choice import print_local_choice
 from lsp_server.cli.table import render_table
 from lsp_server.config.loader import missing_api_keys
 from lsp_server.config.model import Config, EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
+from lsp_server.failures import FailureKind
 from lsp_server.progress import StderrProgress
 
 PROBE_TIMEOUT_S = 10.0
@@ -71,6 +72,8 @@ def run_doctor(config: Config, *, load_local: bool) -> int:
     for result in results:
         if result.hint:
             print(f"hint: {result.name}: {result.hint}")
+    if config.local.enabled and load_local:
+        print_local_choice(config.local)
     return 0 if results and all(r.ok for r in results) else 1
 
 

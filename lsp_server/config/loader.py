@@ -32,6 +32,7 @@ import platformdirs
 
 from lsp_server.config.model import (
     CHAT_MAX_TOKENS,
+    LOCAL_MODEL_AUTO,
     LOCAL_MODEL_PRESETS,
     Config,
     EndpointConfig,
@@ -272,7 +273,7 @@ def _build_config(document: Mapping[str, Any]) -> Config:
             "to turn hedging off set routing.max_hedge_ratio = 0",
         )
     local: LocalConfig = sections["local"]
-    if local.model and local.model_path:
+    if local.model not in ("", LOCAL_MODEL_AUTO) and local.model_path:
         raise _Invalid(
             ("local", "model"),
             "set either local.model (a preset) or local.model_path (a .gguf file), not both",
@@ -461,9 +462,9 @@ def _describe(value: Any) -> str:
 
 
 def _local_model_preset(value: str) -> str | None:
-    if not value or value in LOCAL_MODEL_PRESETS:
+    if not value or value == LOCAL_MODEL_AUTO or value in LOCAL_MODEL_PRESETS:
         return None
-    known = ", ".join(f'"{name}"' for name in LOCAL_MODEL_PRESETS)
+    known = ", ".join(f'"{name}"' for name in (LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS))
     return f"unknown local model preset {_describe(value)}; known: {known}"
 
 
