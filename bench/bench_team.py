@@ -430,18 +430,27 @@ def cut_by_kill(phase: Phase, sample: Sample) -> bool:
 
 
 def windows(samples: list[Sample], seconds: float, value: Any) -> float:
-    """The most of `value(sample)` admitted in any window of `seconds`, over every window
-    that starts at an admission."""
+    """The most of `value(sample)` admitted in any window of `seconds` (every window that
+    ends at an admission)."""
     admitted = sorted((s.started, value(s)) for s in samples)
     best, total, first = 0.0, 0.0, 0
-    for end_index, (start, amount) in enumerate(admitted):
+    for start, amount in admitted:
         total += amount
         while admitted[first][0] <= start - seconds:
             total -= admitted[first][1]
             first += 1
         best = max(best, total)
-        del end_index
     return best
+
+
+def most_at_once(samples: list[Sample]) -> int:
+    """The most of `samples` in flight at the same time."""
+    edges = sorted([(s.started, 1) for s in samples] + [(s.ended, -1) for s in samples])
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most
 
 
 def print_report(
@@ -453,14 +462,14 @@ def print_report(
         "latency before the first fault, errors over the whole phase\n"
     )
     header = (
-        f"{'target':<26}{'keystrokes':>11}{'p50':>8}{'p99':>8}{'+p50':>8}{'+p99':>8}"
-        f"{'agent turns':>12}{'p50':>8}{'p99':>8}{'+p50':>8}{'+p99':>8}"
+        f"{'target':<28}{'keystrokes':>11}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
+        f"{'agent turns':>12}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
     )
     print(header + "   (ms; + is added over the same request sent straight)")
     print("-" * len(header))
     for phase in [direct, *phases]:
         if phase.name in missing:
-            print(f"{phase.name:<26}{missing[phase.name]}")
+            print(f"{phase.name:<28}{missing[phase.name]}")
             continue
         cells = []
         for kind in ("keystroke", "agent"):
@@ -473,12 +482,12 @@ def print_report(
             cells.append(
                 f"{len(latencies):>{11 if kind == 'keystroke' else 12}}"
                 f"{quantile(latencies, 0.5):>8.1f}{quantile(latencies, 0.99):>8.1f}"
-                f"{plus[0]:>8}{plus[1]:>8}"
+                f"{plus[0]:>10}{plus[1]:>10}"
             )
-        print(f"{phase.name:<26}{''.join(cells)}")
+        print(f"{phase.name:<28}{''.join(cells)}")
     print()
     header = (
-        f"{'target':<26}{'requests':>9}{'errors':>8}{'cut by kill':>12}{'cancelled':>10}"
+        f"{'target':<28}{'requests':>9}{'errors':>8}{'cut by kill':>12}{'cancelled':>10}"
         f"{'errors around Redis restart':>29}"
     )
     print(header)
@@ -494,7 +503,7 @@ def print_report(
             str(sum(abs(s.started - restart) < 5 for s in errors)) if restart is not None else "-"
         )
         print(
-            f"{phase.name:<26}{len(phase.samples):>9}{len(errors):>8}{len(cut):>12}"
+            f"{phase.name:<28}{len(phase.samples):>9}{len(errors):>8}{len(cut):>12}"
             f"{cancelled:>10}{around:>29}"
         )
         for sample in errors[:3]:
@@ -518,6 +527,12 @@ def print_report(
         tokens = windows(ci, 60, lambda s: s.tokens)
         spent = sum(s.tokens for s in ci) * PRICE_PER_MTOK["output"] / 1_000_000
         overshoot = max(0.0, spent - CI_LIMITS["budget_usd"])
+        killed_at = phase.faults.get("kill", phase.ends)
+        after_kill = most_at_once([s for s in ci if s.started > killed_at])
+        print(
+            f"  {phase.name}: in flight at once after the kill: {after_kill} (limit "
+            f"{CI_LIMITS['max_concurrent']}; below it while the dead gateway's leases are held)"
+        )
         print(
             f"  {phase.name}: {len(ci)} admitted, {limited} refused (429); most requests in any "
             f"60 s: {most:.0f} (limit {CI_LIMITS['rpm']}); most tokens in any 60 s: "
