@@ -41,6 +41,7 @@ from lsp_server.config.model import (
     Price,
     RoutingConfig,
 )
+from lsp_server.config.model_names import RESERVED_ENDPOINT_NAMES
 from lsp_server.config.providers import PRESETS
 
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
@@ -48,8 +49,6 @@ CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
 MAX_CONFIG_BYTES = 1024 * 1024
 APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
-# Names that routing, status and the gateway's model list use for other things.
-RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 # `max_tokens` of an endpoint without the inline role, when the file does not say.
 
