@@ -15,6 +15,7 @@ from lsp_server.backends.factory import ProgressCallback, local_backend_factory,
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config
 from lsp_server.context.store import ContextStore
+from lsp_server.limits.limiter import Limiter
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.service import RefactorService
 from lsp_server.routing.endpoint_pool import LocalFactory, RemoteFactory
@@ -53,6 +54,8 @@ class Engine:
         self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
+        # Gateway clients' limits; counted in this process until the gateway shares them.
+        self.limits = Limiter(lambda: self.router.config)
 
     @classmethod
     def for_process(
@@ -78,5 +81,6 @@ class Engine:
         self.router.start_local_model()
 
     async def aclose(self) -> None:
+        await self.limits.aclose()
         await self.context.aclose()
         await self.router.aclose()

@@ -37,12 +37,15 @@ from lsp_server.gateway.chat_completions import (
     REASON_HEADER,
     USAGE_HEADER,
     OriginOf,
+    admit_chat,
+    charge,
     chat_error,
     chat_request,
     routing_headers,
     start_chat_feed,
     usage_of,
 )
+from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_wire import (
@@ -67,8 +70,9 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf) -> None:
+    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
         self.chats = chats
+        self.admit = admit
         self.router = chats.router
         self.origin_of = origin_of
         self._upstreams: dict[str, tuple[EndpointConfig, ResponsesUpstream]] = {}
@@ -80,6 +84,7 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
+        meter = await admit_chat(self.admit, request, body, chat)
         # The chat service judges the conversation; what else the client sent (tool
         # descriptions, metadata, hosted-tool settings) is judged here.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
@@ -90,7 +95,7 @@ class Responses:
         if native is not None:
             endpoint, reason = native
             return await self._pass_through(
-                request, payload, translated, endpoint, reason, origin.uri
+                request, payload, translated, endpoint, reason, origin.uri, meter
             )
         failures: list[ChatFailed] = []
 
@@ -111,13 +116,14 @@ class Responses:
                 raise
 
         if translated.stream:
-            return await self._stream(request, translated.echo, chat, run, failures)
+            return await self._stream(request, translated.echo, chat, run, failures, meter)
         try:
             routed = await cancel_on_disconnect(request, run())
         except ChatFailed as failed:
             raise _failure_error(failed) from None
         except CHAT_FAILURES as refused:
             raise chat_error(refused) from None
+        charge(meter, routed, chat)
         answer = ResponseStream(translated.echo)
         answer.model = routed.endpoint
         if routed.text:
@@ -137,6 +143,7 @@ class Responses:
         chat: ChatRequest,
         run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, ChatRouted]],
         failures: list[ChatFailed],
+        meter: Meter,
     ) -> Response:
         """Stream the chat's pieces as Responses events. A chat that failed before its first
         piece is a stream that says so (`response.failed`), as one that failed later is."""
@@ -172,6 +179,7 @@ class Responses:
                         yield sse_event(event)
                     return
                 answer.model = routed.endpoint
+                charge(meter, routed, chat)
                 usage, _ = usage_of(routed, chat)
                 ending = answer.complete(
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
@@ -213,12 +221,14 @@ class Responses:
         endpoint: Endpoint,
         reason: Reason,
         uri: str,
+        meter: Meter,
     ) -> Response:
         assert endpoint.config is not None
         upstream = self._upstream(endpoint.config)
         started = time.monotonic()
         events = upstream.events(payload)
-        tally = _PassThrough(self.router, endpoint, reason, uri, started)
+        meter.asking(endpoint.name)
+        tally = _PassThrough(self.router, endpoint, reason, uri, started, meter)
         try:
             first = await cancel_on_disconnect(request, anext(events, None))
             if first is None:
@@ -240,6 +250,8 @@ class Responses:
             try:
                 while event is not None:
                     tally.events += 1
+                    if event.get("type") == "response.output_text.delta":
+                        meter.streamed(str(event.get("delta", "")))
                     yield sse_event(event)
                     if event.get("type") in ("response.completed", "response.incomplete"):
                         tally.answered(event.get("response"))
@@ -276,9 +288,16 @@ class _PassThrough:
     to the decision log, as a chat's attempt is."""
 
     def __init__(
-        self, router: Router, endpoint: Endpoint, reason: Reason, uri: str, started: float
+        self,
+        router: Router,
+        endpoint: Endpoint,
+        reason: Reason,
+        uri: str,
+        started: float,
+        meter: Meter,
     ) -> None:
         self.router = router
+        self.meter = meter
         self.endpoint = endpoint
         self.reason = reason
         self.uri = uri
@@ -295,8 +314,9 @@ class _PassThrough:
             return
         self._settled = True
         usage = response.get("usage") if isinstance(response, dict) else None
-        tokens = usage.get("output_tokens", 0) if isinstance(usage, dict) else 0
-        tokens = tokens if isinstance(tokens, int) and tokens >= 0 else 0
+        tokens = _count(usage, "output_tokens")
+        prompt = _count(usage, "input_tokens")
+        self.meter.answered(self.endpoint.name, prompt, tokens, reported=bool(prompt and tokens))
         total_ms = (time.monotonic() - self.started) * 1000
         self.endpoint.stats.record_success(
             first_token_ms=self._first_ms, total_ms=total_ms, tokens=tokens, won=True
@@ -333,6 +353,11 @@ class _PassThrough:
                 detail,
             )
         )
+
+
+def _count(usage: Any, name: str) -> int:
+    count = usage.get(name, 0) if isinstance(usage, dict) else 0
+    return count if isinstance(count, int) and count >= 0 else 0
 
 
 def _failure(failed: ChatFailed) -> tuple[str, str]:
