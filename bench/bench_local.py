@@ -27,7 +27,8 @@ import psutil
 
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.bundled_model import ensure_bundled_model
-from lsp_server.backends.local import LocalBackend, open_model
+from lsp_server.backends.local.backend import LocalBackend
+from lsp_server.backends.local.loading import open_model
 from lsp_server.config import model as config_module
 from lsp_server.config.model import LocalConfig
 

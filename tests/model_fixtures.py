@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.backends.bundled_model import ensure_bundled_model
-from lsp_server.backends.local import LocalBackend
+from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
 
 

@@ -61,7 +61,7 @@ def local_backend_factory(
     on_progress: ProgressCallback | None,
 ) -> Callable[[LocalConfig], LocalModel]:
     def make(config: LocalConfig) -> LocalModel:
-        from lsp_server.backends.local import LocalBackend
+        from lsp_server.backends.local.backend import LocalBackend
 
         return LocalBackend(config, on_progress=on_progress)
 

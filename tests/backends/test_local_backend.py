@@ -18,7 +18,7 @@ from lsp_server.backends.base import (
     FailureKind,
     Usage,
 )
-from lsp_server.backends.local import LocalBackend
+from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
 
 DOCUMENT = '''import math

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.backends.base import CompletionRequest, ContextChunk
-from lsp_server.backends.local_completion_text import (
+from lsp_server.backends.local.completion_text import (
     LeadingBlanks,
     LineTime,
     MiddleAnchor,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server.backends.base import CompletionRequest, Usage
-from lsp_server.backends.local import LocalBackend
+from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
 
 pytestmark = pytest.mark.model

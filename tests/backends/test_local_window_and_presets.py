@@ -10,7 +10,7 @@ import pytest
 
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.bundled_model import preset_model_path
-from lsp_server.backends.local import LocalBackend
+from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
 

@@ -2,7 +2,7 @@
 
 `python -m tests.support.llama_server ARGS` is `python -m llama_cpp.server ARGS` with the model's
 weights kept out of AMX buffers, as the in-process local model does: llama.cpp's AMX kernel
-crashes the process on some CPUs (see `lsp_server.backends.local`).
+crashes the process on some CPUs (see `lsp_server.backends.local.loading`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import runpy
 
 import llama_cpp
 
-from lsp_server.backends.local import _plain_weight_buffers
+from lsp_server.backends.local.loading import plain_weight_buffers
 
 if __name__ == "__main__":
-    with _plain_weight_buffers(llama_cpp):
+    with plain_weight_buffers(llama_cpp):
         runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

@@ -4,74 +4,59 @@ One `Llama` instance serves every request, and it is not thread-safe, so all mod
 and generation) runs on one dedicated worker thread, one job at a time, in the order submitted.
 That single thread is the lock: a job still queued when its request is cancelled never runs, and
 the next job starts only after the current one has really returned. Tokens reach the event loop
-through an `asyncio.Queue` fed with `call_soon_threadsafe`; cancelling the consuming task sets a
-stop flag the worker checks after every token.
+through an `asyncio.Queue` fed with `call_soon_threadsafe` (`job`); cancelling the consuming
+task sets a stop flag the worker checks after every token.
 
 Consecutive keystrokes in one document share most of their prompt; llama-cpp-python keeps the
 KV cache of the previous evaluation and re-evaluates only the tokens after the longest common
 prefix. The counters below measure how much was reused. `prefill` does that evaluation ahead of
 time, while the model is idle (a document opened or edited), as llama.vim and llama.vscode do:
 the next request pays only for what changed since. A prefill never delays a request: one that
-is queued when a request comes is dropped, one that is running stops within a graph node.
+is queued when a request comes is dropped, one that is running stops within a graph node
+(`prompt_abort`).
 
-Context beyond the file leads the prompt (it changes least from one keystroke to the next): in
-the repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those
-tokens and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model
-without FIM tokens (the bundled Gemma 3 270M) can read as plain code.
-
-An editor's suggestion is shaped for a CPU (`local_completion_text`): on a line of indentation
-alone the prompt ends at the line's start, and a suggestion stops growing by lines once it has
-had its time.
+The prompt is written by `prompt`; an editor's suggestion is shaped for a CPU
+(`completion_text`): on a line of indentation alone the prompt ends at the line's start, and a
+suggestion stops growing by lines once it has had its time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import math
-import os
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lsp_server.backends.base import (
     BackendError,
     ChatEvent,
-    ChatMessage,
     ChatRequest,
     CompletionRequest,
-    ContextChunk,
     FailureKind,
-    ToolCallDelta,
     Usage,
-    context_within,
 )
-from lsp_server.backends.bundled_model import (
-    INSTALL_HINT,
-    ModelUnavailable,
-    Progress,
-    resolve_model_path,
-)
-from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
-from lsp_server.backends.local_completion_text import (
+from lsp_server.backends.bundled_model import Progress, resolve_model_path
+from lsp_server.backends.local.chat_messages import chat_messages, tool_chat_events
+from lsp_server.backends.local.completion_text import (
     LeadingBlanks,
     LineTime,
-    MiddleAnchor,
     indent_to_heal,
     more_lines_seconds,
 )
-from lsp_server.backends.local_model import LocalModel, LocalState
-from lsp_server.backends.local_tools import (
+from lsp_server.backends.local.job import END, Job
+from lsp_server.backends.local.loading import load_failure_message, open_model
+from lsp_server.backends.local.prompt import CompletionPrompts
+from lsp_server.backends.local.prompt_abort import PromptAbort
+from lsp_server.backends.local.tools import (
     handler_messages,
     handler_tool_choice,
     template_is_chatml,
 )
+from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.model_presets import preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
@@ -80,29 +65,6 @@ if TYPE_CHECKING:
     from llama_cpp import Llama
 
 log = logging.getLogger(__name__)
-
-# Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
-_SPECIAL_TOKENS_ROOM = 4
-
-
-_END = object()
-
-
-@dataclass(eq=False)
-class _Job:
-    """One generation: its channel to the event loop, its stop flag and its token counts."""
-
-    loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[Any]
-    stop: threading.Event = field(default_factory=threading.Event)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def send(self, item: object) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            self.stop.set()
 
 
 class LocalBackend(LocalModel):
@@ -117,15 +79,11 @@ class LocalBackend(LocalModel):
         self._load_error: str | None = None
         self._load_future: Future[None] | None = None
         self._model_path: Path | None = None
-        self._bos: list[int] = []
-        self._fim_tokens: tuple[int, int, int] | None = None
-        # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
-        self._repo_tokens: dict[str, int] = {}
-        self._anchor: MiddleAnchor | None = None  # touched on the worker thread only
+        self._prompts: CompletionPrompts | None = None  # used on the worker thread only
         self._fold_system_prompt = False
         self._chat_template = ""
-        self._jobs: set[_Job] = set()
-        self._prefills: set[_Job] = set()
+        self._jobs: set[Job] = set()
+        self._prefills: set[Job] = set()
         self.prefills = 0
         self._closed = False
         self.tokens_generated = 0
@@ -154,11 +112,13 @@ class LocalBackend(LocalModel):
     @property
     def fim_supported(self) -> bool | None:
         """Whether the model has fill-in-the-middle tokens; None until it is loaded."""
-        return None if self._state != LocalState.READY else self._fim_tokens is not None
+        if self._state != LocalState.READY or self._prompts is None:
+            return None
+        return self._prompts.fim_supported
 
     @property
     def tools_supported(self) -> bool | None:
-        """Whether gateway chat with tools can be served here (`local_tools`); None while
+        """Whether gateway chat with tools can be served here (`tools`); None while
         that depends on a model not yet loaded."""
         mode = self._config.tool_calls
         if mode != "auto":
@@ -211,7 +171,7 @@ class LocalBackend(LocalModel):
                 progress(f"loading local model {self._model_path.name}", None)
             self._llm = self._open_model(self._model_path)
         except Exception as exc:  # every failure becomes a state with a message, not a crash
-            self._load_error = _load_failure_message(self._model_path, exc)
+            self._load_error = load_failure_message(self._model_path, exc)
             self._state = LocalState.FAILED
             if progress:
                 progress(f"local model unavailable: {self._load_error}", 1.0)
@@ -221,22 +181,12 @@ class LocalBackend(LocalModel):
             progress("local model ready", 1.0)
 
     def _open_model(self, path: Path) -> Llama:
-        import llama_cpp
-
         preset = None if self._config.model_path else preset_named(self._config.model)
         llm = open_model(path, self._config, chat_format=preset.chat_format if preset else None)
         self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
-        self._bos = llm.tokenize(b"", add_bos=True)
-        vocab = llama_cpp.llama_model_get_vocab(llm.model)
-        fim = (
-            llama_cpp.llama_vocab_fim_pre(vocab),
-            llama_cpp.llama_vocab_fim_suf(vocab),
-            llama_cpp.llama_vocab_fim_mid(vocab),
-        )
-        self._fim_tokens = fim if min(fim) >= 0 else None
-        self._repo_tokens = _repo_level_tokens(llm)
+        self._prompts = CompletionPrompts(llm, self._config)
         return llm
 
     # Generation
@@ -291,7 +241,7 @@ class LocalBackend(LocalModel):
         if self._state != LocalState.READY or self._closed or self._jobs:
             return False
         self._stop_prefills()
-        job = _Job(asyncio.get_running_loop(), asyncio.Queue())
+        job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._prefills.add(job)
         try:
             future = self._worker.submit(self._run, job, lambda j: self._run_prefill(j, request))
@@ -322,12 +272,13 @@ class LocalBackend(LocalModel):
         if self._llm is not None:
             self._llm.close()
             self._llm = None
+            self._prompts = None
         self._state = LocalState.UNLOADED
 
     async def _stream(
-        self, body: Callable[[_Job], None], usage: Usage | None
+        self, body: Callable[[Job], None], usage: Usage | None
     ) -> AsyncIterator[ChatEvent]:
-        job = _Job(asyncio.get_running_loop(), asyncio.Queue())
+        job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
         self._stop_prefills()  # a request goes first: a prefill in its way stops now
         try:
@@ -343,7 +294,7 @@ class LocalBackend(LocalModel):
                 if usage is not None:
                     usage.prompt_tokens = job.prompt_tokens
                     usage.completion_tokens = job.completion_tokens
-                if item is _END:
+                if item is END:
                     return
                 if isinstance(item, BaseException):
                     raise item
@@ -355,7 +306,7 @@ class LocalBackend(LocalModel):
             future.cancel()
             self._jobs.discard(job)
 
-    def _run(self, job: _Job, body: Callable[[_Job], None]) -> None:
+    def _run(self, job: Job, body: Callable[[Job], None]) -> None:
         try:
             if job.stop.is_set() or self._llm is None:
                 return
@@ -367,14 +318,14 @@ class LocalBackend(LocalModel):
             if not job.stop.is_set():
                 job.send(BackendError(self.name, FailureKind.SERVER, f"generation failed: {exc}"))
         finally:
-            job.send(_END)
+            job.send(END)
 
-    def _run_completion(self, job: _Job, request: CompletionRequest) -> None:
+    def _run_completion(self, job: Job, request: CompletionRequest) -> None:
         llm = self._require_model()
         # `local.max_tokens` sizes editor suggestions; a gateway client's explicit ask is honoured.
         cap = request.max_tokens if request.client_max_tokens else self._config.max_tokens
         max_tokens = max(1, min(request.max_tokens, cap, llm.n_ctx() // 2))
-        prompt = self._completion_prompt(llm, request, max_tokens)
+        prompt = self._require_prompts().build(request, max_tokens)
         if not prompt:
             return
         self._record_prompt(job, list(llm.eval_tokens), prompt)
@@ -382,7 +333,7 @@ class LocalBackend(LocalModel):
         if request.single_line and "\n" not in stop:
             stop.append("\n")
 
-        prompt_abort = _PromptAbort(llm, job.stop)
+        prompt_abort = PromptAbort(llm, job.stop)
 
         def after_token(ids: Any, _logits: Any) -> bool:
             prompt_abort.disarm()
@@ -414,28 +365,28 @@ class LocalBackend(LocalModel):
         with prompt_abort:
             self._pump(job, chunks, text_of)
 
-    def _run_prefill(self, job: _Job, request: CompletionRequest) -> None:
+    def _run_prefill(self, job: Job, request: CompletionRequest) -> None:
         """The prompt a completion at this position would evaluate, and one token: the next
         request finds it in the KV cache."""
         llm = self._require_model()
         max_tokens = max(1, min(request.max_tokens, self._config.max_tokens, llm.n_ctx() // 2))
-        prompt = self._completion_prompt(llm, request, max_tokens)
+        prompt = self._require_prompts().build(request, max_tokens)
         if not prompt:
             return
         self.prefills += 1
         chunks: Any = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
-        with _PromptAbort(llm, job.stop):
+        with PromptAbort(llm, job.stop):
             for _chunk in chunks:
                 if job.stop.is_set():
                     break
             chunks.close()
 
-    def _run_chat(self, job: _Job, request: ChatRequest) -> None:
+    def _run_chat(self, job: Job, request: ChatRequest) -> None:
         llm = self._require_model()
         previous = list(llm.eval_tokens)
         eos = llm.token_eos()
 
-        prompt_abort = _PromptAbort(llm, job.stop)
+        prompt_abort = PromptAbort(llm, job.stop)
 
         def before_token(ids: Any, scores: Any) -> Any:
             prompt_abort.disarm()
@@ -454,7 +405,7 @@ class LocalBackend(LocalModel):
         from llama_cpp import LogitsProcessorList
 
         # llama-cpp-python types each role's message apart; these are plain role/content dicts.
-        messages: Any = _chat_messages(request.messages, fold_system=self._fold_system_prompt)
+        messages: Any = chat_messages(request.messages, fold_system=self._fold_system_prompt)
         chunks = llm.create_chat_completion(
             messages=messages,
             max_tokens=min(request.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2),
@@ -466,7 +417,7 @@ class LocalBackend(LocalModel):
         with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["delta"].get("content"))
 
-    def _run_tool_chat(self, job: _Job, request: ChatRequest) -> None:
+    def _run_tool_chat(self, job: Job, request: ChatRequest) -> None:
         """A chat offering tools, through llama-cpp-python's ChatML function calling."""
         from llama_cpp import LogitsProcessorList
         from llama_cpp.llama_chat_format import chatml_function_calling
@@ -493,16 +444,21 @@ class LocalBackend(LocalModel):
             stream=True,
             logits_processor=LogitsProcessorList([before_token]),
         )
-        self._pump(job, chunks, _tool_chat_events)
+        self._pump(job, chunks, tool_chat_events)
 
     def _require_model(self) -> Llama:
         if self._llm is None:
             raise RuntimeError("the model is not loaded")
         return self._llm
 
+    def _require_prompts(self) -> CompletionPrompts:
+        if self._prompts is None:
+            raise RuntimeError("the model is not loaded")
+        return self._prompts
+
     @staticmethod
     def _pump(
-        job: _Job, chunks: Any, events_of: Callable[[Any], str | list[ChatEvent] | None]
+        job: Job, chunks: Any, events_of: Callable[[Any], str | list[ChatEvent] | None]
     ) -> None:
         """Send each chunk's text or tool-call pieces; `chunks` is llama-cpp-python's stream
         (a generator)."""
@@ -517,59 +473,7 @@ class LocalBackend(LocalModel):
         finally:
             chunks.close()
 
-    def _completion_prompt(
-        self, llm: Llama, request: CompletionRequest, max_tokens: int
-    ) -> list[int]:
-        """Prompt tokens: FIM when the model has FIM tokens, else the prefix alone; context
-        beyond the file leads, in the repository-level format where the model has its tokens,
-        else as path-comment blocks. Text typed since the last FIM prompt follows it as the
-        start of the middle (`MiddleAnchor`)."""
-        anchor = self._anchor
-        typed = anchor.typed_since(request) if anchor is not None else None
-        if anchor is not None and typed is not None:
-            tokens = [*anchor.tokens, *_plain_tokens(llm, typed)]
-            if len(tokens) + max_tokens <= llm.n_ctx():
-                return tokens
-        budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
-        chunks = context_within(request.context, self._config.context_tokens)
-        if chunks and log.isEnabledFor(logging.DEBUG):
-            log.debug("local context: %s", ", ".join(f"{c.path} ({c.tokens})" for c in chunks))
-        repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
-        if repo_level:
-            context = self._repo_level_context(llm, chunks, request.workspace_path)
-        else:
-            blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
-            context = _plain_tokens(llm, blocks)
-        if len(context) > budget // 2:
-            context = []  # a context this large would crowd out the file itself
-        budget -= len(context)
-        if self._config.window_tokens:
-            budget = min(budget, self._config.window_tokens)
-        healed_prefix = request.prefix[: len(request.prefix) - len(indent_to_heal(request))]
-        prefix = _plain_tokens(llm, healed_prefix)
-        if self._fim_tokens is None:
-            return self._bos + context + _keep_tail(prefix, budget)
-        fim_pre, fim_suf, fim_mid = self._fim_tokens
-        suffix = _plain_tokens(llm, request.suffix)
-        suffix = suffix[: budget // 4]
-        prefix = _keep_tail(prefix, budget - len(suffix))
-        if repo_level:
-            tokens = [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
-        else:
-            tokens = [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
-        self._anchor = MiddleAnchor(healed_prefix, request.suffix, request.context, tuple(tokens))
-        return tokens
-
-    def _repo_level_context(
-        self, llm: Llama, chunks: Sequence[ContextChunk], current_path: str
-    ) -> list[int]:
-        tokens: list[int] = []
-        for marker, text in repo_level_parts(chunks, current_path):
-            tokens.append(self._repo_tokens[marker])
-            tokens += _plain_tokens(llm, text)
-        return tokens
-
-    def _record_prompt(self, job: _Job, previous: Sequence[int], prompt: Sequence[int]) -> None:
+    def _record_prompt(self, job: Job, previous: Sequence[int], prompt: Sequence[int]) -> None:
         """Note the prompt size and how much of it the KV cache already held."""
         from llama_cpp import Llama
 
@@ -582,194 +486,6 @@ class LocalBackend(LocalModel):
             "local prompt: %d tokens, %d from the KV cache", len(prompt), self.last_reused_tokens
         )
 
-    def _count_tokens(self, job: _Job, completion_tokens: int) -> None:
+    def _count_tokens(self, job: Job, completion_tokens: int) -> None:
         self.tokens_generated += completion_tokens - job.completion_tokens
         job.completion_tokens = completion_tokens
-
-
-def open_model(path: Path, config: LocalConfig, *, chat_format: str | None = None) -> Llama:
-    """A `llama_cpp.Llama` for `path` with the server's settings; blocks while it loads."""
-    try:
-        import llama_cpp
-    except ImportError as exc:
-        raise ModelUnavailable(f"llama-cpp-python is not installed: {INSTALL_HINT}") from exc
-    _send_native_logs_to_logging(llama_cpp)
-    threads = config.n_threads or os.cpu_count() or 1
-    with _plain_weight_buffers(llama_cpp):
-        return llama_cpp.Llama(
-            model_path=str(path),
-            n_ctx=config.n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
-            # Sliding-window layers keep the whole context, so a shared prompt prefix stays valid.
-            swa_full=True,
-            chat_format=chat_format,
-            verbose=False,
-        )
-
-
-_native_log = logging.getLogger("lsp_server.llama_cpp")
-_log_bridge: Any = None  # the ctypes callback must outlive every call into llama.cpp
-
-
-def _send_native_logs_to_logging(llama_cpp: ModuleType) -> None:
-    """llama.cpp's own messages (cache layout notes and the like) go to debug logging instead
-    of the terminal: stderr is the editor's server log, and they are not for the person."""
-    global _log_bridge
-    if _log_bridge is not None:
-        return
-
-    @llama_cpp.llama_log_callback
-    def bridge(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-        _native_log.debug("%s", text.decode("utf-8", "replace").rstrip())
-
-    _log_bridge = bridge
-    llama_cpp.llama_log_set(bridge, ctypes.c_void_p(0))
-
-
-class _PromptAbort:
-    """Lets llama.cpp abandon a long prompt evaluation as soon as `stop` is set.
-
-    Armed only until the first token: from then on generation stops between tokens anyway, and
-    a Python callback at every graph node would cost throughput and contend for the GIL.
-    Batches evaluated before an abort stay in the KV cache and serve the next request.
-    """
-
-    def __init__(self, llm: Llama, stop: threading.Event) -> None:
-        import llama_cpp
-
-        self._llama_cpp = llama_cpp
-        self._ctx = llm.ctx
-        self._callback = llama_cpp.ggml_abort_callback(lambda _data: stop.is_set())
-        self._armed = False
-
-    def __enter__(self) -> _PromptAbort:
-        self._llama_cpp.llama_set_abort_callback(self._ctx, self._callback, None)
-        self._armed = True
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.disarm()
-
-    def disarm(self) -> None:
-        if self._armed:
-            self._armed = False
-            no_callback = self._llama_cpp.ggml_abort_callback()
-            self._llama_cpp.llama_set_abort_callback(self._ctx, no_callback, None)
-
-
-_DEFAULT_PARAMS_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _plain_weight_buffers(llama_cpp: ModuleType) -> Iterator[None]:
-    """Load weights without repacking them into AMX buffers where llama.cpp was built with AMX.
-
-    The AMX matrix kernel crashes the process on some CPUs (llama.cpp issue 20824, seen with
-    Q4_K_M models); llama-cpp-python does not expose `use_extra_bufts`, so the default model
-    parameters are adjusted while the model loads.
-    """
-    if b"AMX_INT8 = 1" not in llama_cpp.llama_print_system_info():
-        yield
-        return
-    low_level = llama_cpp.llama_cpp
-    original = low_level.llama_model_default_params
-
-    def without_extra_buffers() -> Any:
-        params = original()
-        params.use_extra_bufts = False
-        return params
-
-    with _DEFAULT_PARAMS_LOCK:
-        low_level.llama_model_default_params = without_extra_buffers
-        try:
-            yield
-        finally:
-            low_level.llama_model_default_params = original
-
-
-def _tool_chat_events(chunk: Any) -> list[ChatEvent]:
-    """The text and tool-call pieces of one chunk of the function-calling handler."""
-    delta = chunk["choices"][0].get("delta") or {}
-    events: list[ChatEvent] = []
-    if delta.get("content"):
-        events.append(delta["content"])
-    for position, call in enumerate(delta.get("tool_calls") or []):
-        function = call.get("function") or {}
-        events.append(
-            ToolCallDelta(
-                call.get("index", position),
-                id=call.get("id") or "",
-                name=function.get("name") or "",
-                arguments=function.get("arguments") or "",
-            )
-        )
-    return events
-
-
-def _chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> list[dict[str, str]]:
-    """Messages for llama-cpp-python; for Gemma, system text opens the first user turn."""
-    plain = [
-        {"role": "system" if m.role == "developer" else m.role, "content": m.content}
-        for m in messages
-    ]
-    if not fold_system:
-        return plain
-    system = "\n\n".join(m["content"] for m in plain if m["role"] == "system")
-    turns = [m for m in plain if m["role"] != "system"]
-    if system and turns and turns[0]["role"] == "user":
-        turns[0] = {"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}
-    elif system:
-        turns.insert(0, {"role": "user", "content": system})
-    return turns
-
-
-# The repository-level markers of Qwen2.5-Coder and of StarCoder2, by what they mark.
-_REPO_MARKERS = {
-    "repo_name": ("<|repo_name|>", "<repo_name>"),
-    "file_sep": ("<|file_sep|>", "<file_sep>"),
-}
-
-
-def _repo_level_tokens(llm: Llama) -> dict[str, int]:
-    """The model's own token for each repository-level marker it has."""
-    found: dict[str, int] = {}
-    for marker, spellings in _REPO_MARKERS.items():
-        for spelling in spellings:
-            tokens = llm.tokenize(spelling.encode(), add_bos=False, special=True)
-            if len(tokens) == 1:
-                found[marker] = tokens[0]
-                break
-    return found
-
-
-def _plain_tokens(llm: Llama, text: str) -> list[int]:
-    """`text` as tokens, a special token's spelling in it read as plain text: a file cannot
-    write the model's control tokens."""
-    if not text:
-        return []
-    return llm.tokenize(text.encode(), add_bos=False, special=False)
-
-
-def _keep_tail(tokens: list[int], budget: int) -> list[int]:
-    """The end of `tokens` within `budget`, cut at multiples of a quarter budget.
-
-    Cutting in coarse steps keeps the start of the window fixed while the user types, so the
-    KV cache of the previous keystroke stays reusable.
-    """
-    if len(tokens) <= budget:
-        return tokens
-    step = max(1, budget // 4)
-    excess = len(tokens) - budget
-    cut = -(-excess // step) * step
-    return tokens[cut:]
-
-
-def _load_failure_message(path: Path | None, exc: Exception) -> str:
-    if isinstance(exc, ModelUnavailable):
-        return str(exc)
-    where = str(path) if path is not None else "the local model"
-    return (
-        f"cannot load {where}: {exc}; check that it is a llama.cpp GGUF model "
-        "([local] model_path), or leave model_path empty for the bundled model"
-    )

@@ -1,0 +1,44 @@
+"""What llama-cpp-python's chat functions take from a conversation and give back in pieces."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lsp_server.backends.base import ChatEvent, ChatMessage, ToolCallDelta
+
+
+def chat_messages(messages: Sequence[ChatMessage], *, fold_system: bool) -> list[dict[str, str]]:
+    """Messages for llama-cpp-python; for Gemma, system text opens the first user turn."""
+    plain = [
+        {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+        for m in messages
+    ]
+    if not fold_system:
+        return plain
+    system = "\n\n".join(m["content"] for m in plain if m["role"] == "system")
+    turns = [m for m in plain if m["role"] != "system"]
+    if system and turns and turns[0]["role"] == "user":
+        turns[0] = {"role": "user", "content": f"{system}\n\n{turns[0]['content']}"}
+    elif system:
+        turns.insert(0, {"role": "user", "content": system})
+    return turns
+
+
+def tool_chat_events(chunk: Any) -> list[ChatEvent]:
+    """The text and tool-call pieces of one chunk of the function-calling handler."""
+    delta = chunk["choices"][0].get("delta") or {}
+    events: list[ChatEvent] = []
+    if delta.get("content"):
+        events.append(delta["content"])
+    for position, call in enumerate(delta.get("tool_calls") or []):
+        function = call.get("function") or {}
+        events.append(
+            ToolCallDelta(
+                call.get("index", position),
+                id=call.get("id") or "",
+                name=function.get("name") or "",
+                arguments=function.get("arguments") or "",
+            )
+        )
+    return events

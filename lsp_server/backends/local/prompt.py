@@ -1,0 +1,140 @@
+"""The token prompt of a completion from the local model.
+
+Fill-in-the-middle when the model has FIM tokens, else the prefix alone. Context beyond the
+file leads the prompt (it changes least from one keystroke to the next): in the
+repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those tokens
+and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model without
+FIM tokens (the bundled Gemma 3 270M) can read as plain code. Text typed since the last FIM
+prompt follows it as the start of the middle (`MiddleAnchor`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lsp_server.backends.base import CompletionRequest, ContextChunk, context_within
+from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
+from lsp_server.backends.local.completion_text import MiddleAnchor, indent_to_heal
+from lsp_server.config.model import LocalConfig
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+# Room kept free in the context for the special tokens of a fill-in-the-middle prompt.
+_SPECIAL_TOKENS_ROOM = 4
+
+# The repository-level markers of Qwen2.5-Coder and of StarCoder2, by what they mark.
+_REPO_MARKERS = {
+    "repo_name": ("<|repo_name|>", "<repo_name>"),
+    "file_sep": ("<|file_sep|>", "<file_sep>"),
+}
+
+
+class CompletionPrompts:
+    """Writes completion prompts in one loaded model's tokens; used on the worker thread only
+    (it remembers the last FIM prompt, which the KV cache holds)."""
+
+    def __init__(self, llm: Llama, config: LocalConfig) -> None:
+        import llama_cpp
+
+        self._llm = llm
+        self._config = config
+        self._bos = llm.tokenize(b"", add_bos=True)
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        fim = (
+            llama_cpp.llama_vocab_fim_pre(vocab),
+            llama_cpp.llama_vocab_fim_suf(vocab),
+            llama_cpp.llama_vocab_fim_mid(vocab),
+        )
+        self._fim_tokens = fim if min(fim) >= 0 else None
+        # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
+        self._repo_tokens = _repo_level_tokens(llm)
+        self._anchor: MiddleAnchor | None = None
+
+    @property
+    def fim_supported(self) -> bool:
+        return self._fim_tokens is not None
+
+    def build(self, request: CompletionRequest, max_tokens: int) -> list[int]:
+        """Prompt tokens for `request`, leaving room for `max_tokens` in the context."""
+        llm = self._llm
+        anchor = self._anchor
+        typed = anchor.typed_since(request) if anchor is not None else None
+        if anchor is not None and typed is not None:
+            tokens = [*anchor.tokens, *plain_tokens(llm, typed)]
+            if len(tokens) + max_tokens <= llm.n_ctx():
+                return tokens
+        budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
+        chunks = context_within(request.context, self._config.context_tokens)
+        if chunks and log.isEnabledFor(logging.DEBUG):
+            log.debug("local context: %s", ", ".join(f"{c.path} ({c.tokens})" for c in chunks))
+        repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
+        if repo_level:
+            context = self._repo_level_context(chunks, request.workspace_path)
+        else:
+            blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
+            context = plain_tokens(llm, blocks)
+        if len(context) > budget // 2:
+            context = []  # a context this large would crowd out the file itself
+        budget -= len(context)
+        if self._config.window_tokens:
+            budget = min(budget, self._config.window_tokens)
+        healed_prefix = request.prefix[: len(request.prefix) - len(indent_to_heal(request))]
+        prefix = plain_tokens(llm, healed_prefix)
+        if self._fim_tokens is None:
+            return self._bos + context + _keep_tail(prefix, budget)
+        fim_pre, fim_suf, fim_mid = self._fim_tokens
+        suffix = plain_tokens(llm, request.suffix)
+        suffix = suffix[: budget // 4]
+        prefix = _keep_tail(prefix, budget - len(suffix))
+        if repo_level:
+            tokens = [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
+        else:
+            tokens = [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
+        self._anchor = MiddleAnchor(healed_prefix, request.suffix, request.context, tuple(tokens))
+        return tokens
+
+    def _repo_level_context(self, chunks: Sequence[ContextChunk], current_path: str) -> list[int]:
+        tokens: list[int] = []
+        for marker, text in repo_level_parts(chunks, current_path):
+            tokens.append(self._repo_tokens[marker])
+            tokens += plain_tokens(self._llm, text)
+        return tokens
+
+
+def _repo_level_tokens(llm: Llama) -> dict[str, int]:
+    """The model's own token for each repository-level marker it has."""
+    found: dict[str, int] = {}
+    for marker, spellings in _REPO_MARKERS.items():
+        for spelling in spellings:
+            tokens = llm.tokenize(spelling.encode(), add_bos=False, special=True)
+            if len(tokens) == 1:
+                found[marker] = tokens[0]
+                break
+    return found
+
+
+def plain_tokens(llm: Llama, text: str) -> list[int]:
+    """`text` as tokens, a special token's spelling in it read as plain text: a file cannot
+    write the model's control tokens."""
+    if not text:
+        return []
+    return llm.tokenize(text.encode(), add_bos=False, special=False)
+
+
+def _keep_tail(tokens: list[int], budget: int) -> list[int]:
+    """The end of `tokens` within `budget`, cut at multiples of a quarter budget.
+
+    Cutting in coarse steps keeps the start of the window fixed while the user types, so the
+    KV cache of the previous keystroke stays reusable.
+    """
+    if len(tokens) <= budget:
+        return tokens
+    step = max(1, budget // 4)
+    excess = len(tokens) - budget
+    cut = -(-excess // step) * step
+    return tokens[cut:]
