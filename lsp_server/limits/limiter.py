@@ -126,7 +126,9 @@ class Limiter:
             limits=limits,
             tokens=min(tokens, limits.tpm) if limits.tpm else tokens,
             budget_micros=budget,
-            reserve_micros=micros(_highest_price(config), tokens, max_tokens) if budget else 0,
+            reserve_micros=(
+                micros(_highest_price(config), tokens - max_tokens, max_tokens) if budget else 0
+            ),
             period=period_key(limits.budget_period, now),
             period_ttl_s=_ttl_s(period_end(limits.budget_period, now), now),
         )

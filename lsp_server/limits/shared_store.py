@@ -191,6 +191,9 @@ class SharedStore:
         try:
             reply = await asyncio.wait_for(call, timeout_s)
         except Exception as error:  # whatever Redis does, requests go on
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from error  # redis-py took the cancellation
             self._down(error)
             return None
         self.observe(name, time.perf_counter() - started)
