@@ -1,14 +1,20 @@
 """What `gateway-ls gateway` adds to an agent's turn: a Codex-sized Responses request (long
-instructions, a dozen tools, a tool round trip in the history), streamed, sent straight to a
+instructions, a dozen tools, tool round trips in the history), streamed, sent straight to a
 model that speaks the Responses API and through the gateway, which bridges it onto chat
-completions; the same conversation as a chat completion, straight and through the gateway.
+completions; the same conversation as a chat completion, straight and through the gateway; and
+both through LiteLLM's proxy, the peer (installed for the bench only, see `litellm_proxy`).
 
-The model is the tests' scripted tool-using server (tests/support/scripted_agent.py) answering
-at once, in a process of its own, so the figures are the gateway's own cost: reading the
-request, the privacy scan over all of it, translation both ways, routing and the upstream call.
-All four paths run interleaved in one run over keep-alive connections.
+The requests are agent sessions: each turn is the previous one plus a tool round trip, as an
+agent sends them, and a session starts anew every `--turns` turns (its first turn is new text
+to every memo). The model is the tests' scripted tool-using server
+(tests/support/scripted_agent.py) answering at once, in a process of its own, so the figures
+are the gateway's own cost: reading the request, the privacy verdict, translation both ways,
+routing and the upstream call. All paths run interleaved in one run over keep-alive
+connections; the gateway's CPU per request is printed too (steadier than wall time on a
+shared machine).
 
-Run from the repository root: `python -m bench.bench_agent_turn [--requests 200]`.
+Run from the repository root: `python -m bench.bench_agent_turn [--requests 200] [--turns 8]
+[--no-litellm]`.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench.bench_gateway import free_port, keep_alive_client, percentile, process
+from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from lsp_server.gateway.responses_wire import parse_responses_body
 
 WARMUP_REQUESTS = 20
@@ -48,24 +56,43 @@ TOOLS = [
     }
     for name in ["get_weather", *(f"tool_{i}" for i in range(11))]
 ]
-INPUT = [
-    {"role": "user", "content": [{"type": "input_text", "text": "What is the weather in Oslo?"}]},
-    {
-        "type": "function_call",
-        "call_id": "call_1",
-        "name": "get_weather",
-        "arguments": '{"city":"Oslo"}',
-    },
-    {"type": "function_call_output", "call_id": "call_1", "output": "rain in Oslo"},
-]
-RESPONSES_BODY = {
-    "model": "auto",
-    "instructions": INSTRUCTIONS,
-    "input": INPUT,
-    "tools": TOOLS,
-    "stream": True,
-    "store": False,
-}
+
+
+def tool_round(call: int) -> list[dict[str, Any]]:
+    """One tool call and its result, as a Responses client sends them back."""
+    call_id = f"call_{call}"
+    arguments = '{"city":"Oslo","detail":"hourly"}'
+    return [
+        {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": "get_weather",
+            "arguments": arguments,
+        },
+        {"type": "function_call_output", "call_id": call_id, "output": "rain in Oslo"},
+    ]
+
+
+def responses_body(session: int, turn: int) -> dict[str, Any]:
+    """Turn `turn` (from 0) of agent session `session`: the session's question, then a tool
+    round trip per turn so far."""
+    question = f"Session {session}: what is the weather in Oslo, hour by hour?"
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "input_text", "text": question}]}
+    ]
+    for call in range(turn + 1):
+        items.extend(tool_round(call + 1))
+    return {
+        "model": "auto",
+        "instructions": INSTRUCTIONS,
+        "input": items,
+        "tools": TOOLS,
+        "stream": True,
+        "store": False,
+    }
+
+
+RESPONSES_BODY = responses_body(0, 0)
 CHAT_BODY = parse_responses_body(RESPONSES_BODY).chat
 
 
@@ -73,19 +100,41 @@ CHAT_BODY = parse_responses_body(RESPONSES_BODY).chat
 class Route:
     name: str
     url: str
-    body: dict[str, Any]
+    body: Callable[[int], dict[str, Any]]  # the request body of the n-th request
     done: Callable[[str], bool]  # whether a whole stream ended as it should
     client: httpx.Client
     samples_ms: list[float] = field(default_factory=list)
+    sent: int = 0
 
     def call(self) -> None:
+        body = self.body(self.sent)
+        self.sent += 1
         started = time.perf_counter()
-        with self.client.stream("POST", self.url, json=self.body) as response:
+        with self.client.stream("POST", self.url, json=body) as response:
             text = response.read().decode()
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200 or not self.done(text):
             raise RuntimeError(f"{self.name}: {response.status_code} {text[-400:]}")
         self.samples_ms.append(elapsed)
+
+
+class Sessions:
+    """The n-th request's body: sessions of `turns` turns, one after another. Bodies are made
+    once, so every path sends the same bytes and the bench's own time is not measured."""
+
+    def __init__(self, turns: int, requests: int) -> None:
+        self.turns = turns
+        self._responses = [self._make(n) for n in range(requests)]
+        self._chats = [parse_responses_body(body).chat for body in self._responses]
+
+    def _make(self, n: int) -> dict[str, Any]:
+        return responses_body(n // self.turns, n % self.turns)
+
+    def responses(self, n: int) -> dict[str, Any]:
+        return self._responses[n]
+
+    def chat(self, n: int) -> dict[str, Any]:
+        return self._chats[n]
 
 
 def responses_done(text: str) -> bool:
@@ -96,13 +145,28 @@ def chat_done(text: str) -> bool:
     return "data: [DONE]" in text and '"finish_reason":"stop"' in text.replace(" ", "")
 
 
+def litellm_model_list(model_url: str) -> str:
+    return (
+        "  - model_name: auto\n"
+        "    litellm_params:\n"
+        "      model: openai/fake-model\n"
+        f"      api_base: {model_url}\n"
+        "      api_key: unused\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=200, help="measured requests per path")
+    parser.add_argument("--turns", type=int, default=8, help="turns of each agent session")
+    parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
     args = parser.parse_args(argv)
-    model_port, gateway_port = free_port(), free_port()
+    model_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
     model_url = f"http://127.0.0.1:{model_port}/v1"
     gateway_url = f"http://127.0.0.1:{gateway_port}/v1"
+    litellm_url = f"http://127.0.0.1:{litellm_port}/v1"
+    sessions = Sessions(args.turns, WARMUP_REQUESTS + args.requests)
+    litellm_missing = "skipped (--no-litellm)" if args.no_litellm else ""
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         model_args = [
@@ -121,51 +185,101 @@ def main(argv: list[str] | None = None) -> int:
             encoding="utf-8",
         )
         gateway_args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
-        stack.enter_context(
+        gateway = stack.enter_context(
             process(
                 [*gateway_args, "--port", str(gateway_port)],
                 f"http://127.0.0.1:{gateway_port}/healthz",
                 workdir / "gateway.log",
             )
         )
-        client = stack.enter_context(keep_alive_client("unused"))
+        if not args.no_litellm:
+            try:
+                models = litellm_model_list(model_url)
+                stack.enter_context(litellm_proxy(workdir, litellm_port, models))
+            except Unavailable as unavailable:
+                litellm_missing = str(unavailable)
+        client = stack.enter_context(keep_alive_client(MASTER_KEY))
         paths = [
             Route(
                 "responses, direct",
                 f"{model_url}/responses",
-                RESPONSES_BODY,
+                sessions.responses,
                 responses_done,
                 client,
             ),
             Route(
                 "responses, gateway (bridged to chat)",
                 f"{gateway_url}/responses",
-                RESPONSES_BODY,
+                sessions.responses,
                 responses_done,
                 client,
             ),
-            Route("chat, direct", f"{model_url}/chat/completions", CHAT_BODY, chat_done, client),
-            Route("chat, gateway", f"{gateway_url}/chat/completions", CHAT_BODY, chat_done, client),
+            Route(
+                "chat, direct", f"{model_url}/chat/completions", sessions.chat, chat_done, client
+            ),
+            Route(
+                "chat, gateway", f"{gateway_url}/chat/completions", sessions.chat, chat_done, client
+            ),
         ]
+        baselines: list[Route | None] = [None, paths[0], None, paths[2]]
+        if not litellm_missing:
+            paths.append(
+                Route(
+                    "responses, LiteLLM proxy",
+                    f"{litellm_url}/responses",
+                    sessions.responses,
+                    responses_done,
+                    client,
+                )
+            )
+            paths.append(
+                Route(
+                    "chat, LiteLLM proxy",
+                    f"{litellm_url}/chat/completions",
+                    sessions.chat,
+                    chat_done,
+                    client,
+                )
+            )
+            baselines += [paths[0], paths[2]]
+        failed: dict[str, str] = {}
         for path in paths:
             for _ in range(WARMUP_REQUESTS):
-                path.call()
+                try:
+                    path.call()
+                except (RuntimeError, httpx.HTTPError) as error:
+                    failed[path.name] = str(error).splitlines()[0][:100]
+                    break
             path.samples_ms.clear()
+        running = [path for path in paths if path.name not in failed]
+        gateway_cpu = psutil.Process(gateway.pid)
+        cpu_before = sum(gateway_cpu.cpu_times()[:2])
         for _ in range(args.requests):  # interleaved: load from elsewhere hits every path alike
-            for path in paths:
+            for path in running:
                 path.call()
+        gateway_cpu_ms = (sum(gateway_cpu.cpu_times()[:2]) - cpu_before) * 1000
     size_kb = len(str(RESPONSES_BODY).encode()) / 1024
-    print(f"streamed agent turn, request about {size_kb:.0f} KB, {args.requests} per path\n")
+    print(
+        f"streamed agent turns, request about {size_kb:.0f} KB and growing by a tool round trip "
+        f"a turn, sessions of {args.turns} turns, {args.requests} per path\n"
+    )
     header = f"{'path':<38} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}"
     print(header)
     print("-" * len(header))
-    for path, baseline in zip(paths, [None, paths[0], None, paths[2]], strict=True):
+    for path, baseline in zip(paths, baselines, strict=True):
+        if path.name in failed:
+            print(f"{path.name:<38} failed: {failed[path.name]}")
+            continue
         p50 = percentile(path.samples_ms, 50)
         added = "" if baseline is None else f"{p50 - percentile(baseline.samples_ms, 50):+8.2f}"
         print(
             f"{path.name:<38} {p50:>8.2f} {percentile(path.samples_ms, 90):>8.2f} "
             f"{percentile(path.samples_ms, 99):>8.2f} {added:>8}"
         )
+    if litellm_missing:
+        print(f"{'LiteLLM proxy':<38} {litellm_missing}")
+    per_request = gateway_cpu_ms / (2 * args.requests)
+    print(f"\nthe gateway's CPU per request (both gateway paths): {per_request:.2f} ms")
     return 0
 
 

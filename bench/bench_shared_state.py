@@ -41,10 +41,10 @@ from lsp_server.backends.base import (
     BackendError,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router

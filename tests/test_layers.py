@@ -26,9 +26,11 @@ LAYERS: dict[str, int] = {
     "config": 6,
     # Shared vocabulary and small helpers at the top of the package, below everything.
     "reasons": 7,
+    "failures": 7,
     "progress": 7,
     "loopback": 7,
     "event_loop": 7,
+    "json_codec": 7,
     "__init__": 7,
 }
 

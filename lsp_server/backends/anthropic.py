@@ -19,13 +19,13 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
     token_count,
 )
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path
+from lsp_server.failures import FailureKind
 
 ANTHROPIC_VERSION = "2023-06-01"
 MODELS_PATH = "v1/models"
@@ -85,8 +85,7 @@ class AnthropicBackend(Backend):
             async with self._client.stream(
                 "POST",
                 chat_path(self.config).lstrip("/"),
-                json=messages_body(self.config.model, request),
-                headers=headers,
+                **http_common.json_content(messages_body(self.config.model, request), headers),
                 extensions=http_common.setup_timing(usage),
             ) as response:
                 await http_common.raise_for_status(self.name, response)

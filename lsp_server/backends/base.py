@@ -13,10 +13,10 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Literal
 
 from lsp_server.config.model import CHAT_MAX_TOKENS
+from lsp_server.failures import EndpointFailure, FailureKind
 
 log = logging.getLogger(__name__)
 
@@ -160,20 +160,6 @@ class ToolCallDelta:
 ChatEvent = str | ToolCallDelta
 
 
-class FailureKind(StrEnum):
-    NETWORK = "network"  # DNS failure, connection refused or reset: looks like no network
-    TIMEOUT = "timeout"
-    AUTH = "auth"  # 401/403 or a missing API key
-    NOT_FOUND = "not_found"  # 404: wrong URL or model
-    RATE_LIMITED = "rate_limited"  # 429
-    SERVER = "server"  # 5xx
-    PROTOCOL = "protocol"  # malformed JSON/SSE, truncated or oversized body
-    UNAVAILABLE = "unavailable"  # a local backend that is disabled or failed to load
-    # The endpoint cannot serve this request's shape (tools offered to a model without tool
-    # calling): a fact about the request, not the endpoint's health.
-    UNSUPPORTED = "unsupported"
-
-
 class BackendError(Exception):
     """An expected failure of one endpoint; logged in one line, never with a stack trace."""
 
@@ -192,6 +178,16 @@ class BackendError(Exception):
         self.message = message
         self.status = status
         self.retry_after_s = retry_after_s
+
+    @property
+    def failure(self) -> EndpointFailure:
+        return EndpointFailure(
+            endpoint=self.endpoint,
+            kind=self.kind,
+            message=self.message,
+            status=self.status,
+            retry_after_s=self.retry_after_s,
+        )
 
     @property
     def looks_offline(self) -> bool:

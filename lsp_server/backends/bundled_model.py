@@ -121,6 +121,11 @@ def ensure_preset_model(preset: ModelPreset, progress: Progress | None = None) -
 def _installed_parts(preset: ModelPreset) -> list[Path]:
     """The chunk files of `preset`, in order; ModelUnavailable names what to install."""
     pull = f" or run: gateway-ls model pull {preset.name}" if preset.hub else ""
+    if not preset.parts:
+        raise ModelUnavailable(
+            f"the local model {preset.name} is not downloaded; run: {preset.install_hint} "
+            "(or set [local] model_path to a .gguf file)"
+        )
     paths: list[Path] = []
     for module_name, file_name in preset.parts:
         try:

@@ -11,7 +11,7 @@ import re
 import ssl
 import time
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -24,11 +24,14 @@ from httpx_sse import ServerSentEvent
 # capped in pyproject.toml so that a change of its inner layout is met in review, not in use.
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
-from lsp_server.backends.base import BackendError, FailureKind, Usage
+from lsp_server import json_codec
+from lsp_server.backends.base import BackendError, Usage
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+JSON_TYPE = "application/json"
 # One SSE event (and so one line) larger than this is not a token delta: the stream is refused
 # before the line is buffered whole, so an endless line costs at most this much memory.
 MAX_SSE_EVENT_BYTES = 1024 * 1024
@@ -185,6 +188,12 @@ async def _close_stranded_connections(pool: Any) -> None:
             await connection.aclose()
 
 
+def json_content(body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+    """The arguments of a request carrying `body` as JSON (with `headers`), written by orjson:
+    an agent's 40 KB turn in a fraction of `json`'s time."""
+    return {"content": json_codec.dumps(body), "headers": {**headers, "Content-Type": JSON_TYPE}}
+
+
 def setup_timing(usage: Usage | None) -> dict[str, Any]:
     """Request extensions that add the time spent opening a connection (TCP connect, TLS
     handshake) to `usage.setup_ms`, so the router does not count it as model latency."""
@@ -235,6 +244,30 @@ def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:
     return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
 
 
+# An upstream's words for a conversation longer than its context (OpenAI, Anthropic, llama.cpp,
+# vLLM, Ollama).
+_CONTEXT_EXCEEDED = re.compile(
+    r"context[_ ]length|context window|maximum context|context size|prompt is too long"
+    r"|too many tokens|exceeds? the (?:available )?context",
+    re.IGNORECASE,
+)
+
+
+def status_failure_kind(status: int, reason: str) -> FailureKind:
+    """The kind of failure an HTTP error status (and the upstream's reason) tells."""
+    if status in (401, 403):
+        return FailureKind.AUTH
+    if status == 404:
+        return FailureKind.NOT_FOUND
+    if status == 429:
+        return FailureKind.RATE_LIMITED
+    if status >= 500:
+        return FailureKind.SERVER
+    if status == 413 or (status in (400, 422) and _CONTEXT_EXCEEDED.search(reason)):
+        return FailureKind.CONTEXT_OVERFLOW
+    return FailureKind.PROTOCOL
+
+
 async def raise_for_status(endpoint: str, response: httpx.Response) -> None:
     """Raise a `BackendError` for a non-2xx response, with the server's short reason."""
     if response.status_code < 400:
@@ -245,19 +278,9 @@ async def raise_for_status(endpoint: str, response: httpx.Response) -> None:
         body = b""
     reason = _error_message(body) or response.reason_phrase
     status = response.status_code
-    if status in (401, 403):
-        kind = FailureKind.AUTH
-    elif status == 404:
-        kind = FailureKind.NOT_FOUND
-    elif status == 429:
-        kind = FailureKind.RATE_LIMITED
-    elif status >= 500:
-        kind = FailureKind.SERVER
-    else:
-        kind = FailureKind.PROTOCOL
     raise BackendError(
         endpoint,
-        kind,
+        status_failure_kind(status, reason),
         f"HTTP {status}: {_short(reason)}",
         status=status,
         retry_after_s=parse_retry_after(response.headers.get("retry-after")),

@@ -28,6 +28,7 @@ from lsp_server.backends.base import BackendError, CompletionRequest, Usage, con
 from lsp_server.backends.http_common import (
     is_event_stream,
     iter_sse_json,
+    json_content,
     raise_for_status,
     read_json,
     setup_timing,
@@ -106,7 +107,10 @@ class LlamaCppBackend(OpenAICompatibleBackend):
             body["prompt"] = self.prompt_with_context(request)
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=self.headers(), extensions=setup_timing(usage)
+                "POST",
+                path,
+                **json_content(body, self.headers()),
+                extensions=setup_timing(usage),
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):

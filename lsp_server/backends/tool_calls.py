@@ -14,7 +14,8 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from lsp_server.backends.base import BackendError, FailureKind, ToolCall, ToolCallDelta
+from lsp_server.backends.base import BackendError, ToolCall, ToolCallDelta
+from lsp_server.failures import FailureKind
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,14 @@ the endpoints for the `model` named (a task class or an endpoint) and ask them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from lsp_server.backends.base import ChatEvent, ChatRequest
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import AUTO, ChatRouted
+from lsp_server.routing.chat_route import AUTO
 from lsp_server.routing.router import Router
+from lsp_server.routing.sequential_route import Answered
 
 
 class ChatService:
@@ -23,14 +24,23 @@ class ChatService:
         self.router = router
         self.privacy = privacy
 
-    def stay_local(self, request: ChatRequest, *, uri: str, sensitive: bool) -> Reason | None:
+    def stay_local(
+        self,
+        request: ChatRequest,
+        *,
+        uri: str,
+        sensitive: bool,
+        client: str = "",
+        extra: Sequence[str] = (),
+    ) -> Reason | None:
         """Why this conversation must stay on this machine, or None. Its texts are read apart
-        and run together, so a secret split across two of them is still one."""
+        and run together, so a secret split across two of them is still one; `extra` holds
+        what else the client sent that goes upstream (judged first, as it seldom changes
+        between turns). What `client` sent in its earlier turns is not judged again."""
         if sensitive:
             return Reason.SENSITIVE
-        parts = sent_texts(request)
-        sent = "\n".join((*parts, "".join(parts), *request.stop))
-        return self.privacy.text_reason(uri, sent)
+        texts = [*extra, *sent_texts(request)]
+        return self.privacy.conversation_reason(uri, texts, client=client, stop=request.stop)
 
     async def chat(
         self,
@@ -39,21 +49,27 @@ class ChatService:
         model: str = AUTO,
         uri: str,
         sensitive: bool = False,
+        client: str = "",
+        extra: Sequence[str] = (),
         on_event: Callable[[ChatEvent], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
-    ) -> ChatRouted:
+    ) -> Answered:
         """The answer, text and tool calls, from the endpoints `model` names (`auto`, `fast`,
         `reasoning`, `local`, or an endpoint's name).
 
-        Before asking anyone it raises `UnknownModel`, `NotAChatModel` or `ChatRefused` (for
-        instance: the request must stay local and the local model is off, or cannot call
-        tools); after, `ChatFailed` when every endpoint asked failed. `on_attempt` hears each
+        Before asking anyone it raises `Refused` (for instance: an unknown model, or the
+        request must stay local and the local model is off, or cannot call tools); after,
+        `RouteFailed` when every endpoint asked failed. `client` names who sent it (its
+        earlier turns are not judged again); what else it sent upstream beyond the
+        conversation (`extra`), judged with it. `on_attempt` hears each
         endpoint's name as it is asked, `on_event` each text or tool-call piece as it comes;
         once a piece was passed on, a failure is not restarted on the next endpoint.
         """
-        stay_local = self.stay_local(request, uri=uri, sensitive=sensitive)
+        stay_local = self.stay_local(
+            request, uri=uri, sensitive=sensitive, client=client, extra=extra
+        )
         plan = self.router.chats.plan(model, request, local_only=stay_local)
-        return await self.router.chats.run(
+        return await self.router.sequential.run(
             plan, request, uri=uri, on_event=on_event, on_attempt=on_attempt
         )
 

@@ -23,13 +23,13 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
 )
 from lsp_server.backends.factory import local_backend_factory, remote_backend
 from lsp_server.cli.table import render_table
 from lsp_server.config.loader import missing_api_keys
 from lsp_server.config.model import Config, EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
+from lsp_server.failures import FailureKind
 from lsp_server.progress import StderrProgress
 
 PROBE_TIMEOUT_S = 10.0

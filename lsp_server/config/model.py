@@ -39,6 +39,7 @@ DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
     "**/?(_|.)netrc",
     "**/.npmrc",
     "**/.pypirc",
+    "**/@(.pgpass|pgpass.conf)",  # PostgreSQL
     "**/.git-credentials",
     "**/.aws/credentials",
     "**/.docker/config.json",
@@ -86,7 +87,13 @@ class RoutingConfig:
 
 
 # The local models known by name (`[local] model`); backends/model_presets.py describes each.
-LOCAL_MODEL_PRESETS: tuple[str, ...] = ("gemma-3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+LOCAL_MODEL_PRESETS: tuple[str, ...] = (
+    "gemma-3-270m",
+    "qwen2.5-coder-0.5b",
+    "qwen2.5-coder-1.5b",
+    "qwen2.5-coder-0.5b-base",
+    "qwen2.5-coder-1.5b-base",
+)
 
 
 def default_threads() -> int:

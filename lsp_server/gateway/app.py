@@ -42,6 +42,7 @@ from lsp_server.gateway.chat_completions import (
     Origin,
 )
 from lsp_server.gateway.client_tokens import ClientTokens
+from lsp_server.gateway.errors import openai_error
 from lsp_server.gateway.event_feed import EventFeed, event_stream
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.metering import Admit, Meter, Metering
@@ -60,6 +61,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import (
+    CLIENT_KEY,
     BearerAuth,
     ClientGone,
     cancel_on_disconnect,
@@ -71,7 +73,6 @@ from lsp_server.gateway.plumbing import (
 )
 from lsp_server.gateway.responses import Responses
 from lsp_server.limits.quota import utc_now
-from lsp_server.routing.answerers import Unavailable, Unserved
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import Suggestion
@@ -83,7 +84,6 @@ PATH_HEADER = "x-gateway-ls-path"
 DEFAULT_URI = "gateway:request"
 DEFAULT_INLINE_MAX_TOKENS = 64
 MAX_INLINE_TOKENS = 512
-LOADING_RETRY_AFTER_S = "2"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
@@ -302,18 +302,7 @@ def _origin(request: Request) -> Origin:
     is the client's own verdict, which can only make the request stricter."""
     uri = request.headers.get(PATH_HEADER) or DEFAULT_URI
     sensitive = request.headers.get(SENSITIVE_HEADER, "").strip().lower() in _TRUE_VALUES
-    return Origin(uri, sensitive)
-
-
-def _unavailable_error(unavailable: Unavailable) -> GatewayError:
-    if unavailable.code is Unserved.LOCAL_LOADING:
-        return GatewayError(
-            503,
-            unavailable.message,
-            code=unavailable.code.value,
-            headers={"Retry-After": LOADING_RETRY_AFTER_S},
-        )
-    return GatewayError(503, unavailable.message, code=unavailable.code.value)
+    return Origin(uri, sensitive, request.scope.get("state", {}).get(CLIENT_KEY, ""))
 
 
 def _completion_answer(
@@ -322,7 +311,7 @@ def _completion_answer(
     """The answer to a completion request, or the error that says why there is none."""
     if suggestion.endpoint is None and not suggestion.timed_out:
         if suggestion.unavailable is not None:
-            raise _unavailable_error(suggestion.unavailable)
+            raise openai_error(suggestion.unavailable)
         failure = suggestion.detail or "no answer"
         raise GatewayError(502, f"no endpoint answered: {failure}", code="upstream_failed")
     prompt_tokens = estimate_tokens(len(completion.prefix) + len(completion.suffix))

@@ -9,7 +9,7 @@ and name, every piece its index), then the finish reason, then usage when
 
 The parts another front door reuses (the Responses API bridges onto this path): the core's
 `ChatService.chat` (`engine.chats`) answers a `ChatRequest`; `start_chat_feed` runs it and streams
-its events; `chat_error` words every way it can fail as an OpenAI-shaped error; `usage_of` and
+its events; `usage_of` and
 `routing_headers` describe the answer.
 """
 
@@ -24,12 +24,13 @@ from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
 from lsp_server.chat.service import ChatService
+from lsp_server.failures import RouteFailed
+from lsp_server.gateway.errors import CORE_FAILURES, openai_error
 from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
     ChatBody,
-    GatewayError,
     ResponseIds,
     chat_chunk,
     chat_response,
@@ -41,17 +42,8 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.routing.chat_route import (
-    TASK_CLASSES,
-    ChatFailed,
-    ChatRefused,
-    ChatRouted,
-    NotAChatModel,
-    UnknownModel,
-)
-
-# Every way a chat can end without an answer.
-CHAT_FAILURES = (UnknownModel, NotAChatModel, ChatRefused, ChatFailed)
+from lsp_server.routing.chat_route import TASK_CLASSES
+from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
 UNCAPPED = 1_000_000_000
@@ -62,10 +54,12 @@ REASON_HEADER = "X-Gateway-LS-Reason"
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """What the client says of the request's origin: a file path, and whether it is sensitive."""
+    """What the client says of the request's origin: a file path, and whether it is sensitive;
+    and who the client is (its token's name; empty when the gateway asks for no token)."""
 
     uri: str
     sensitive: bool
+    client: str = ""
 
 
 # Reads a request's origin from its headers.
@@ -87,30 +81,7 @@ def chat_request(body: ChatBody) -> ChatRequest:
     )
 
 
-def chat_error(error: UnknownModel | NotAChatModel | ChatRefused | ChatFailed) -> GatewayError:
-    """How a chat that could not be served is told to the client: `UnknownModel` 404,
-    `NotAChatModel` 400, `ChatRefused` 503 (400 when the reason is tool calls), `ChatFailed`
-    as the upstream refused it (400/413/422), 400 when none could call tools, else 502."""
-    if isinstance(error, UnknownModel):
-        return GatewayError(404, str(error), param="model", code="model_not_found")
-    if isinstance(error, NotAChatModel):
-        return GatewayError(400, str(error), param="model", code="model_not_supported")
-    if isinstance(error, ChatRefused):
-        status = 400 if error.code == "tools_not_supported" else 503
-        return GatewayError(status, str(error), code=error.code)
-    if isinstance(error, ChatFailed):
-        rejection = error.rejection
-        if rejection is not None and rejection.status is not None:
-            message = f"{rejection.endpoint} refused the request: {rejection.message}"
-            return GatewayError(rejection.status, message, code="upstream_rejected")
-        if error.unsupported:
-            message = f"no endpoint allowed to serve this request can call tools: {error}"
-            return GatewayError(400, message, code="tools_not_supported")
-    message = f"no endpoint answered: {error}"
-    return GatewayError(502, message, code="upstream_failed")
-
-
-def usage_of(routed: ChatRouted, chat: ChatRequest) -> tuple[dict[str, int], str]:
+def usage_of(routed: Answered, chat: ChatRequest) -> tuple[dict[str, int], str]:
     """The usage body, and whether its counts are the upstream's (`upstream`) or estimates."""
     usage = routed.usage
     estimate = estimate_tokens(sum(len(m.content) for m in chat.messages))
@@ -135,7 +106,7 @@ def task_class(model: str) -> str:
     return model if model in TASK_CLASSES else "endpoint"
 
 
-def charge(meter: Meter, routed: ChatRouted, chat: ChatRequest) -> None:
+def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
     """Tell the meter what the answer used."""
     usage, counted = usage_of(routed, chat)
     meter.answered(
@@ -157,7 +128,7 @@ async def admit_chat(admit: Admit, request: Request, body: ChatBody, chat: ChatR
     )
 
 
-def routing_headers(routed: ChatRouted) -> dict[str, str]:
+def routing_headers(routed: Answered) -> dict[str, str]:
     return {ENDPOINT_HEADER: routed.endpoint, REASON_HEADER: routed.reason}
 
 
@@ -165,17 +136,17 @@ async def start_chat_feed(
     request: Request,
     call: Callable[
         [Callable[[ChatEvent], None], Callable[[str], None]],
-        Coroutine[Any, Any, ChatRouted],
+        Coroutine[Any, Any, Answered],
     ],
-) -> EventFeed[ChatEvent, ChatRouted]:
+) -> EventFeed[ChatEvent, Answered]:
     """A chat's event feed; a chat that failed before its first event is the error that says
     why (an OpenAI-shaped `GatewayError`), as the HTTP status can still tell it."""
-    feed: EventFeed[ChatEvent, ChatRouted] = await EventFeed.start(request, call)
+    feed: EventFeed[ChatEvent, Answered] = await EventFeed.start(request, call)
     if feed.first is None:
         try:
             feed.work.result()
-        except CHAT_FAILURES as failed:
-            raise chat_error(failed) from None
+        except CORE_FAILURES as failed:
+            raise openai_error(failed) from None
     return feed
 
 
@@ -197,10 +168,16 @@ class ChatCompletions:
         try:
             routed = await cancel_on_disconnect(
                 request,
-                self.chats.chat(chat, model=body.model, uri=origin.uri, sensitive=origin.sensitive),
+                self.chats.chat(
+                    chat,
+                    model=body.model,
+                    uri=origin.uri,
+                    sensitive=origin.sensitive,
+                    client=origin.client,
+                ),
             )
-        except CHAT_FAILURES as failed:
-            raise chat_error(failed) from None
+        except CORE_FAILURES as failed:
+            raise openai_error(failed) from None
         charge(meter, routed, chat)
         usage, counted = usage_of(routed, chat)
         payload = chat_response(
@@ -225,6 +202,7 @@ class ChatCompletions:
                 model=body.model,
                 uri=origin.uri,
                 sensitive=origin.sensitive,
+                client=origin.client,
                 on_event=on_event,
                 on_attempt=on_attempt,
             ),
@@ -244,8 +222,8 @@ class ChatCompletions:
                     yield sse_event(chat_chunk(ids, model, delta))
                 try:
                     routed = feed.work.result()
-                except ChatFailed as failed:
-                    yield sse_event(chat_error(failed).body())
+                except RouteFailed as failed:
+                    yield sse_event(openai_error(failed).body())
                     yield SSE_DONE
                     return
                 charge(meter, routed, chat)

@@ -21,10 +21,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsp_server.backends.base import estimate_tokens
 from lsp_server.gateway.openai_wire import GatewayError
+from lsp_server.gateway.plumbing import CLIENT_KEY
 from lsp_server.limits.limiter import Admission, Demand, Limiter
 from lsp_server.limits.quota import LimitKind, Spent, Window
 
-CLIENT_KEY = "gateway_ls_client"  # in the ASGI scope's state: who sent the request
 METER_KEY = "gateway_ls_meter"
 ANONYMOUS = "anonymous"  # the client of a gateway that asks for no token
 STATE_DOWN_RETRY_S = 2

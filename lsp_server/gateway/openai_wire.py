@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from lsp_server import json_codec
 from lsp_server.backends.base import ChatMessage, TokenLimitField, ToolCall, ToolCallDelta
 
 # Stop strings a request may carry: the upstream gets the first four (what OpenAI-compatible
@@ -123,7 +124,7 @@ _CHAT_FIELDS = frozenset(
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     try:
-        payload = json.loads(raw)
+        payload = json_codec.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise GatewayError(400, "the request body is not valid JSON", code="invalid_json") from None
     except RecursionError:

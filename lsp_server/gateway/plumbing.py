@@ -15,7 +15,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lsp_server.gateway.client_tokens import ClientTokens
-from lsp_server.gateway.metering import CLIENT_KEY
 from lsp_server.gateway.openai_wire import GatewayError, error_body
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -24,6 +23,7 @@ OPEN_PATHS = frozenset({"/healthz"})
 # Routes that are not a client's work: reading the status does not count as a request.
 UNCOUNTED_PATHS = frozenset({"/v1/gateway-ls/status", "/v1/gateway-ls/usage", "/metrics"})
 METRICS_PATH = "/metrics"
+CLIENT_KEY = "gateway_ls_client"  # in the ASGI scope's state: who sent the request
 
 T = TypeVar("T")
 

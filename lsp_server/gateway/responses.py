@@ -27,40 +27,46 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from lsp_server.backends.base import BackendError, ChatRequest, FailureKind, ToolCallDelta
+from lsp_server.backends.base import BackendError, ChatRequest, ToolCallDelta
 from lsp_server.backends.responses_upstream import ResponsesUpstream
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind, RouteFailed
 from lsp_server.gateway.chat_completions import (
-    CHAT_FAILURES,
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
+    Origin,
     OriginOf,
     admit_chat,
     charge,
-    chat_error,
     chat_request,
     routing_headers,
     start_chat_feed,
     usage_of,
 )
+from lsp_server.gateway.errors import (
+    CORE_FAILURES,
+    RESPONSES_STATUS,
+    openai_error,
+    responses_code,
+    responses_error,
+    responses_failure,
+)
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_wire import (
-    FAILURE_STATUS,
     ResponsesRequest,
     ResponseStream,
-    failure_code,
     parse_responses_body,
     sse_event,
 )
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import ChatFailed, ChatRouted, EventSink
-from lsp_server.routing.decision_log import Decision, now_iso
+from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
 from lsp_server.routing.router import Router
+from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
 # conversation itself: scanned too, as a pass-through sends them upstream as they are.
@@ -85,33 +91,33 @@ class Responses:
         chat = chat_request(body)
         origin = self.origin_of(request)
         meter = await admit_chat(self.admit, request, body, chat)
-        # The chat service judges the conversation; what else the client sent (tool
-        # descriptions, metadata, hosted-tool settings) is judged here.
+        # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
+        # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
-        sensitive = origin.sensitive or (
-            self.chats.privacy.text_reason(origin.uri, "\n".join(others)) is not None
-        )
-        native = self._native_endpoint(body.model, chat, origin.uri, sensitive)
+        extra = ("\n".join(others),)
+        native = self._native_endpoint(body.model, chat, origin, extra)
         if native is not None:
             endpoint, reason = native
             return await self._pass_through(
                 request, payload, translated, endpoint, reason, origin.uri, meter
             )
-        failures: list[ChatFailed] = []
+        failures: list[RouteFailed] = []
 
         async def run(
             on_event: EventSink | None = None, on_attempt: Callable[[str], None] | None = None
-        ) -> ChatRouted:
+        ) -> Answered:
             try:
                 return await self.chats.chat(
                     chat,
                     model=body.model,
                     uri=origin.uri,
-                    sensitive=sensitive,
+                    sensitive=origin.sensitive,
+                    client=origin.client,
+                    extra=extra,
                     on_event=on_event,
                     on_attempt=on_attempt,
                 )
-            except ChatFailed as failed:
+            except RouteFailed as failed:
                 failures.append(failed)  # the failure itself: its last status names the code
                 raise
 
@@ -119,10 +125,10 @@ class Responses:
             return await self._stream(request, translated.echo, chat, run, failures, meter)
         try:
             routed = await cancel_on_disconnect(request, run())
-        except ChatFailed as failed:
-            raise _failure_error(failed) from None
-        except CHAT_FAILURES as refused:
-            raise chat_error(refused) from None
+        except RouteFailed as failed:
+            raise responses_error(failed) from None
+        except CORE_FAILURES as refused:
+            raise openai_error(refused) from None
         charge(meter, routed, chat)
         answer = ResponseStream(translated.echo)
         answer.model = routed.endpoint
@@ -141,8 +147,8 @@ class Responses:
         request: Request,
         echo: dict[str, Any],
         chat: ChatRequest,
-        run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, ChatRouted]],
-        failures: list[ChatFailed],
+        run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, Answered]],
+        failures: list[RouteFailed],
         meter: Meter,
     ) -> Response:
         """Stream the chat's pieces as Responses events. A chat that failed before its first
@@ -152,7 +158,7 @@ class Responses:
         except GatewayError:
             if not failures:
                 raise  # refused before anything was asked: the HTTP status says so
-            return _failed_stream(echo, "none", *_failure(failures[-1]))
+            return _failed_stream(echo, "none", *responses_failure(failures[-1]))
         answer = ResponseStream(echo)
         answer.model = feed.serving
 
@@ -174,8 +180,8 @@ class Responses:
                         yield sse_event(event)
                 try:
                     routed = feed.work.result()
-                except ChatFailed as failed:
-                    for event in answer.fail(*_failure(failed)):
+                except RouteFailed as failed:
+                    for event in answer.fail(*responses_failure(failed)):
                         yield sse_event(event)
                     return
                 answer.model = routed.endpoint
@@ -194,20 +200,22 @@ class Responses:
     # -- pass-through ------------------------------------------------------------------------
 
     def _native_endpoint(
-        self, model: str, chat: ChatRequest, uri: str, sensitive: bool
+        self, model: str, chat: ChatRequest, origin: Origin, extra: tuple[str, ...]
     ) -> tuple[Endpoint, Reason] | None:
         """The endpoint to pass the request to as it is: the one the chat route would ask
         first, when it speaks the Responses API itself and the request may leave."""
         pool = self.router.pool.all()
         if not any(e.config is not None and e.config.responses_path for e in pool):
             return None
-        stay_local = self.chats.stay_local(chat, uri=uri, sensitive=sensitive)
+        stay_local = self.chats.stay_local(
+            chat, uri=origin.uri, sensitive=origin.sensitive, client=origin.client, extra=extra
+        )
         if stay_local is not None:
             return None
         try:
             plan = self.router.chats.plan(model, chat, local_only=None)
-        except CHAT_FAILURES as refused:
-            raise chat_error(refused) from None
+        except CORE_FAILURES as refused:
+            raise openai_error(refused) from None
         first = plan.candidates[0]
         if first.config is None or not first.config.responses_path:
             return None
@@ -235,9 +243,9 @@ class Responses:
                 raise BackendError(endpoint.name, FailureKind.PROTOCOL, "an empty answer")
         except BackendError as error:
             tally.failed(error)
-            code = failure_code(error.status, error.message)
+            code = responses_code(error.failure)
             if not translated.stream:
-                raise GatewayError(FAILURE_STATUS[code], str(error), code=code) from None
+                raise GatewayError(RESPONSES_STATUS[code], str(error), code=code) from None
             return _failed_stream(translated.echo, endpoint.name, code, str(error))
         tally.first_event()
         headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
@@ -261,7 +269,7 @@ class Responses:
                 # The upstream's own events went before: only the end is the gateway's.
                 answer = ResponseStream(translated.echo)
                 answer.model = endpoint.name
-                ending = answer.fail(failure_code(error.status, error.message), str(error))
+                ending = answer.fail(responses_code(error.failure), str(error))
                 yield sse_event({**ending[-1], "sequence_number": tally.events})
             finally:
                 await events.aclose()
@@ -284,8 +292,8 @@ class Responses:
 
 
 class _PassThrough:
-    """What a passed-through request did, told to the endpoint's statistics and breaker and
-    to the decision log, as a chat's attempt is."""
+    """What a passed-through request did, told to the router's outcome recorder as a chat's
+    attempt is."""
 
     def __init__(
         self,
@@ -296,7 +304,7 @@ class _PassThrough:
         started: float,
         meter: Meter,
     ) -> None:
-        self.router = router
+        self.outcomes = router.outcomes
         self.meter = meter
         self.endpoint = endpoint
         self.reason = reason
@@ -305,6 +313,7 @@ class _PassThrough:
         self.events = 0
         self._first_ms: float | None = None
         self._settled = False
+        self.outcomes.request_started(kind=DecisionKind.CHAT)
 
     def first_event(self) -> None:
         self._first_ms = (time.monotonic() - self.started) * 1000
@@ -317,62 +326,44 @@ class _PassThrough:
         tokens = _count(usage, "output_tokens")
         prompt = _count(usage, "input_tokens")
         self.meter.answered(self.endpoint.name, prompt, tokens, reported=bool(prompt and tokens))
-        total_ms = (time.monotonic() - self.started) * 1000
-        self.endpoint.stats.record_success(
-            first_token_ms=self._first_ms, total_ms=total_ms, tokens=tokens, won=True
+        self.outcomes.success(
+            endpoint=self.endpoint,
+            first_token_ms=self._first_ms,
+            total_ms=(time.monotonic() - self.started) * 1000,
+            tokens=_count(usage, "output_tokens"),
+            won=True,
         )
-        self.endpoint.breaker.record_success()
-        self._decide(self.endpoint.name, self.reason, tokens, None)
+        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
+        self.outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=self.endpoint,
+            reason=self.reason,
+            started=self.started,
+            prompt_tokens=_count(usage, "input_tokens"),
+            tokens=_count(usage, "output_tokens"),
+            uri=self.uri,
+        )
 
     def failed(self, error: BackendError) -> None:
         if self._settled:
             return
         self._settled = True
-        self.endpoint.stats.record_failure()
-        self.endpoint.breaker.record_failure(error.retry_after_s)
-        self.endpoint.last_error = error.message
-        self._decide(
-            None, Reason.FAILED, 0, f"{error.endpoint}: {error.kind.value}: {error.message}"
-        )
-
-    def _decide(
-        self, endpoint: str | None, reason: Reason, tokens: int, detail: str | None
-    ) -> None:
-        latency_ms = round((time.monotonic() - self.started) * 1000, 2)
-        self.router.decisions.add(
-            Decision(
-                now_iso(),
-                "chat",
-                endpoint,
-                reason,
-                latency_ms,
-                tokens,
-                0.0,
-                self.uri,
-                False,
-                detail,
-            )
+        self.outcomes.failure(endpoint=self.endpoint, error=error)
+        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
+        self.outcomes.decision(
+            kind=DecisionKind.CHAT,
+            served_by=None,
+            reason=Reason.FAILED,
+            started=self.started,
+            uri=self.uri,
+            detail=str(error),
         )
 
 
-def _count(usage: Any, name: str) -> int:
-    count = usage.get(name, 0) if isinstance(usage, dict) else 0
-    return count if isinstance(count, int) and count >= 0 else 0
-
-
-def _failure(failed: ChatFailed) -> tuple[str, str]:
-    """The Responses code and message of a chat every endpoint failed."""
-    last = failed.errors[-1] if failed.errors else None
-    status = last.status if last is not None else None
-    message = str(failed)
-    if last is not None and last.retry_after_s is not None:
-        message += f" Please try again in {last.retry_after_s:g}s."
-    return failure_code(status, last.message if last is not None else message), message
-
-
-def _failure_error(failed: ChatFailed) -> GatewayError:
-    code, message = _failure(failed)
-    return GatewayError(FAILURE_STATUS[code], f"no endpoint answered: {message}", code=code)
+def _count(usage: Any, key: str) -> int:
+    """A token count from a Responses `usage` object; 0 when absent or not a count."""
+    value = usage.get(key, 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _strings(value: Any) -> list[str]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -53,18 +52,6 @@ _SAME_NAME_FIELDS = (
     "safety_identifier",
     "prompt_cache_key",
 )
-# An upstream's words for a conversation longer than its context (OpenAI, Anthropic, llama.cpp,
-# vLLM, Ollama).
-_CONTEXT_EXCEEDED = re.compile(
-    r"context[_ ]length|context window|maximum context|context size|prompt is too long"
-    r"|too many tokens|exceeds? the (?:available )?context",
-    re.IGNORECASE,
-)
-FAILURE_STATUS = {
-    "rate_limit_exceeded": 429,
-    "context_length_exceeded": 400,
-    "server_error": 502,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,17 +369,6 @@ def _invalid(param: str, message: str, *, code: str = "invalid_value") -> Gatewa
 
 
 # --- answer -----------------------------------------------------------------------------------
-
-
-def failure_code(status: int | None, message: str) -> str:
-    """The code a Responses client reads in `response.failed` for an upstream's failure:
-    Codex CLI and the Agents SDK retry on `rate_limit_exceeded` and compact the conversation on
-    `context_length_exceeded`."""
-    if status == 429:
-        return "rate_limit_exceeded"
-    if status in (400, 413, 422) and (status == 413 or _CONTEXT_EXCEEDED.search(message)):
-        return "context_length_exceeded"
-    return "server_error"
 
 
 def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:

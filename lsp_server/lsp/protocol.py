@@ -38,7 +38,7 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from lsp_server.lsp import json_codec
+from lsp_server import json_codec
 from lsp_server.lsp.documents import LspWorkspace
 
 log = logging.getLogger(__name__)

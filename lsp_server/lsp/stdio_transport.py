@@ -24,8 +24,8 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCProtocol
 
+from lsp_server import json_codec
 from lsp_server.event_loop import run_on_fastest_loop
-from lsp_server.lsp import json_codec
 from lsp_server.lsp.bounded_stdin import (
     DISCARD_CHUNK,
     MAX_MESSAGE_BYTES,

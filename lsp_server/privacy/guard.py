@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from lsp_server.config.model import RoutingConfig
+from lsp_server.privacy.conversation_memo import ConversationMemo
 from lsp_server.privacy.policy import (
     MULTI_LINE_MARKER,
     PrivacyVerdict,
@@ -55,6 +56,7 @@ class PrivacyGuard:
         self._globs: Sequence[str] = ()
         self._policy = SensitivityPolicy(())
         self._memos: OrderedDict[str, SecretMemo] = OrderedDict()
+        self._conversations = ConversationMemo()
 
     def window_reason(
         self, uri: str, text: str, start: int, cursor: int, end: int
@@ -85,6 +87,25 @@ class PrivacyGuard:
         verdict = classify(
             self._policy_for(routing), uri, text, redact_secrets=routing.redact_secrets
         )
+        return self._reason(uri, verdict)
+
+    def conversation_reason(
+        self, uri: str, texts: Sequence[str], *, client: str, stop: Sequence[str] = ()
+    ) -> Reason | None:
+        """Why a conversation carrying `texts` (its messages' texts, in order) and `stop`
+        (its stop strings, judged on their own each time) must stay here, or None.
+
+        The texts are read apart and run together, so a secret split across two is still one.
+        Turn after turn, the texts a client sent before are not read again: `client`'s
+        `ConversationMemo` judges from the first text not yet judged clean.
+        """
+        routing = self._routing()
+        policy = self._policy_for(routing)
+        verdict = classify(policy, uri, "\n".join(stop), redact_secrets=routing.redact_secrets)
+        if not verdict.local_only and routing.redact_secrets:
+            kind = self._conversations.first_secret_kind(client, texts)
+            if kind is not None:
+                verdict = PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail=kind)
         return self._reason(uri, verdict)
 
     def excerpt_reason(self, uri: str, excerpt: str, document: str = "") -> Reason | None:

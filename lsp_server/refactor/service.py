@@ -14,10 +14,12 @@ from lsprotocol import types
 
 from lsp_server.backends.base import ChatRequest, estimate_tokens
 from lsp_server.config.model import CHAT_MAX_TOKENS, LOCAL_CHAT_MAX_TOKENS
+from lsp_server.failures import Refused, RouteFailed
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
 from lsp_server.refactor.prompt import build_refactor_messages
-from lsp_server.routing.router import Routed, Router, RoutingFailed
+from lsp_server.routing.router import Router
+from lsp_server.routing.sequential_route import Answered
 
 DEFAULT_INSTRUCTION = (
     "Refactor this code to be clearer and more idiomatic without changing its behaviour."
@@ -86,9 +88,9 @@ class RefactorService:
                 on_text=count,
                 local_max_tokens=local_answer_budget(end - start),
             )
-        except RoutingFailed as failure:
+        except (Refused, RouteFailed) as failure:
             raise RefactorFailed(f"refactor failed: {failure}") from None
-        endpoint = routed.endpoint or "unknown"
+        endpoint = routed.endpoint
         try:
             edits = plan_refactor_edit(text, start, end, routed.text, language)
         except RefactorOutputError as error:
@@ -108,9 +110,9 @@ def local_answer_budget(selection_chars: int) -> int:
     return max(LOCAL_MIN_TOKENS, min(LOCAL_CHAT_MAX_TOKENS, wanted))
 
 
-def _cut_short(routed: Routed) -> bool:
+def _cut_short(routed: Answered) -> bool:
     """The answer stopped at its token limit, as the upstream said or as its count shows."""
-    reason = routed.usage.finish_reason if routed.usage is not None else None
+    reason = routed.usage.finish_reason
     if reason is not None:
         return reason == "length"
-    return routed.max_tokens is not None and routed.tokens >= routed.max_tokens
+    return routed.usage.completion_tokens >= routed.max_tokens

@@ -11,33 +11,12 @@ first by `gateway-ls complete`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from lsp_server.backends.local_model import LocalState
 from lsp_server.config.model import Role
+from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
-
-
-class Unserved(StrEnum):
-    """Why no request of a kind can be served right now, as the gateway's error codes."""
-
-    NO_ENDPOINT = "no_endpoint_available"
-    LOCAL_LOADING = "local_model_loading"  # worth retrying shortly
-
-
-@dataclass(frozen=True, slots=True)
-class Unavailable:
-    code: Unserved
-    message: str
-
-
-class NothingCanServe(Exception):
-    """Raised before asking anyone: nothing could serve this request now."""
-
-    def __init__(self, unavailable: Unavailable) -> None:
-        super().__init__(unavailable.message)
-        self.unavailable = unavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +37,7 @@ class Answerers:
         """Nothing but the local model can answer: load it first, prefill it, wait for it."""
         return self.stay_local is not None or not self.remotes
 
-    def unavailable(self, role: Role) -> Unavailable | None:
+    def unavailable(self, role: Role) -> Refused | None:
         """Why nothing could serve this request without trying, or None if something may."""
         if self.stay_local is Reason.OFFLINE:
             why = "this machine is offline"
@@ -69,18 +48,19 @@ class Answerers:
         else:
             why = f"no endpoint has the role {role!r}"
         if self.local_state is None or self.local_state is LocalState.DISABLED:
-            return Unavailable(
-                Unserved.NO_ENDPOINT,
+            return Refused(
+                RefusalCode.NO_ENDPOINT_AVAILABLE,
                 f"{why} and the local model is disabled ([local] enabled = false)",
             )
         if self.local_state is LocalState.FAILED:
-            return Unavailable(
-                Unserved.NO_ENDPOINT,
+            return Refused(
+                RefusalCode.NO_ENDPOINT_AVAILABLE,
                 f"{why} and the local model failed to load: {self.local_error or 'unknown error'}",
             )
         if role == "inline" and self.local_state is not LocalState.READY:
-            return Unavailable(
-                Unserved.LOCAL_LOADING, f"{why} and the local model is still loading; retry shortly"
+            return Refused(
+                RefusalCode.LOCAL_MODEL_LOADING,
+                f"{why} and the local model is still loading; retry shortly",
             )
         return None
 

@@ -26,144 +26,29 @@ it twice. Hedges share the inline hedge budget's ratio (`max_hedge_ratio`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import dataclasses
-import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from lsp_server.backends.base import (
-    BackendError,
-    ChatEvent,
-    ChatRequest,
-    FailureKind,
-    ToolCall,
-    ToolCallDelta,
-    Usage,
-    unexpected_failure,
-)
-from lsp_server.backends.tool_calls import ToolCallStream
+from lsp_server.backends.base import ChatRequest
 from lsp_server.config.model import Config
+from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
-from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
-from lsp_server.routing.shared_state import SharedState
-
-log = logging.getLogger(__name__)
+from lsp_server.routing.sequential_route import SequentialPlan, capped
 
 AUTO = "auto"
 AUTOMATIC_MODELS = (AUTO, "gateway-ls")  # model names that mean "route automatically"
 TASK_CLASSES = (AUTO, "fast", "reasoning", "local")
-# Statuses by which an upstream refuses the request itself, not its own health.
-REJECTED_STATUSES = frozenset({400, 413, 422})
-HEDGE_MIN_SAMPLES = 10  # first-token samples before a chat is hedged at all
-HEDGE_BURST = 5
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
 
 
-class UnknownModel(LookupError):
-    """The `model` names no task class and no endpoint; `names` are the valid ones."""
-
-    def __init__(self, model: str, names: list[str]) -> None:
-        super().__init__(f"the model {model!r} does not exist here; use one of: {', '.join(names)}")
-        self.names = names
-
-
-class NotAChatModel(ValueError):
-    """The `model` names an endpoint that does not serve chat."""
-
-
-class ChatRefused(Exception):
-    """Nothing may be asked at all; `code` says why in a word a client can read:
-    `no_endpoint_available` (nothing configured or allowed can serve it) or
-    `tools_not_supported` (it needs tool calls, and the only model allowed has none)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class ChatFailed(Exception):
-    """Every endpoint asked failed; `errors` are their failures, in the order asked."""
-
-    def __init__(self, errors: list[BackendError], detail: str) -> None:
-        super().__init__(detail)
-        self.errors = errors
-
-    @property
-    def rejection(self) -> BackendError | None:
-        """The last failure if it was the upstream refusing the request itself (a 400, 413
-        or 422): the client is best told that, as the upstream said it."""
-        last = self.errors[-1] if self.errors else None
-        if last is not None and last.status in REJECTED_STATUSES:
-            return last
-        return None
-
-    @property
-    def unsupported(self) -> bool:
-        """Every endpoint asked lacked what the request needs (tool calls)."""
-        return bool(self.errors) and all(e.kind is FailureKind.UNSUPPORTED for e in self.errors)
-
-
-@dataclass(frozen=True, slots=True)
-class ChatRouted:
-    """A chat answered: its text, its tool calls whole, and who answered why."""
-
-    text: str
-    tool_calls: tuple[ToolCall, ...]
-    finish_reason: str  # "stop" | "length" | "tool_calls" | "content_filter"
-    endpoint: str
-    reason: Reason
-    latency_ms: float
-    usage: Usage
-    hedged: bool = False
-
-
-@dataclass(slots=True)
-class ChatPlan:
-    candidates: list[Endpoint]
-    reason: Reason
-    may_hedge: bool
-
-
-@dataclass(slots=True)
-class _Attempt:
-    endpoint: Endpoint
-    request: ChatRequest
-    usage: Usage = field(default_factory=Usage)
-    texts: list[str] = field(default_factory=list)
-    calls: ToolCallStream | None = None
-    started_at: float = field(default_factory=time.monotonic)
-    first_event_at: float | None = None
-    passed_on: bool = False  # something of it reached the caller
-    error: BackendError | None = None
-
-
-EventSink = Callable[[ChatEvent], None]
-
-
 class ChatRoute:
-    """Chooses and asks the endpoints for one chat; owned by the `Router`."""
+    """Chooses the endpoints for one chat (the `Router`'s sequential route asks them)."""
 
-    def __init__(
-        self,
-        pool: EndpointPool,
-        decisions: DecisionLog,
-        *,
-        config: Callable[[], Config],
-        record_failure: Callable[[Endpoint, BackendError], None],
-        shared: Callable[[], SharedState | None],
-    ) -> None:
+    def __init__(self, pool: EndpointPool, *, config: Callable[[], Config]) -> None:
         self._pool = pool
-        self._decisions = decisions
         self._config = config
-        self._record_failure = record_failure
-        self._shared = shared
-        self.requests = 0
-        self.hedged = 0
 
     # -- choosing --------------------------------------------------------------------------
 
@@ -173,9 +58,12 @@ class ChatRoute:
         endpoints = [e.name for e in self._pool.all() if not e.is_local]
         return [*(c for c in TASK_CLASSES if c not in endpoints), *endpoints]
 
-    def plan(self, model: str, request: ChatRequest, *, local_only: Reason | None) -> ChatPlan:
-        """The endpoints to ask for `request`, in order. Raises `UnknownModel`,
-        `NotAChatModel` or `ChatRefused` when there is nothing to ask."""
+    def plan(
+        self, model: str, request: ChatRequest, *, local_only: Reason | None
+    ) -> SequentialPlan:
+        """The endpoints to ask for `request`, in order. Raises `Refused` when there is
+        nothing to ask (`model_not_found`, `model_not_supported`, `no_endpoint_available`,
+        `tools_not_supported`)."""
         model = model or AUTO
         if model in AUTOMATIC_MODELS:
             model = AUTO
@@ -183,27 +71,46 @@ class ChatRoute:
         if named is not None and named.is_local:
             named = None
         if named is None and model not in TASK_CLASSES:
-            raise UnknownModel(model, [*AUTOMATIC_MODELS[1:], *self.model_names()])
+            names = (*AUTOMATIC_MODELS[1:], *self.model_names())
+            raise Refused(
+                RefusalCode.MODEL_NOT_FOUND,
+                f"the model {model!r} does not exist here; use one of: {', '.join(names)}",
+                names,
+            )
         if named is not None and not self._chats(named):
-            raise NotAChatModel(
+            raise Refused(
+                RefusalCode.MODEL_NOT_SUPPORTED,
                 f"endpoint {model!r} does not serve chat (its roles: {', '.join(named.roles)}); "
-                f"use model {AUTO!r} to route automatically"
+                f"use model {AUTO!r} to route automatically",
             )
         if local_only is not None or model == "local":
             why = local_only or Reason.PINNED  # `local` names the local model
-            return ChatPlan(self._local_only(request, local_only), why, False)
+            return self._plan(self._local_only(request, local_only), why, may_hedge=False)
         if named is not None:
-            return ChatPlan([named], Reason.PINNED, False)
+            return self._plan([named], Reason.PINNED, may_hedge=False)
         remotes, reason = self._class_endpoints(model)
         local = self._pool.local
         candidates = remotes + ([local] if local is not None else [])
         if not candidates:
-            raise ChatRefused(
-                "no_endpoint_available",
+            raise Refused(
+                RefusalCode.NO_ENDPOINT_AVAILABLE,
                 "no endpoint serves chat and the local model is disabled ([local] enabled = false)",
             )
         may_hedge = not request.tools or self._config().routing.hedge_tool_calls
-        return ChatPlan(candidates, reason, may_hedge and len(remotes) > 1)
+        return self._plan(candidates, reason, may_hedge=may_hedge and len(remotes) > 1)
+
+    def _plan(
+        self, candidates: list[Endpoint], reason: Reason, *, may_hedge: bool
+    ) -> SequentialPlan:
+        return SequentialPlan(
+            kind=DecisionKind.CHAT,
+            candidates=candidates,
+            reason=reason,
+            deadline_s=self._config().routing.refactor_deadline_ms / 1000,
+            may_hedge=may_hedge,
+            bounded=_chat_bounded,
+            requests_fault=lambda endpoint, failure: failure.requests_fault,
+        )
 
     def _class_endpoints(self, model: str) -> tuple[list[Endpoint], Reason]:
         remotes = [e for e in self._pool.all() if not e.is_local]
@@ -253,273 +160,25 @@ class ChatRoute:
             else "model 'local' names the local model"
         )
         if local is None:
-            raise ChatRefused(
-                "no_endpoint_available",
+            raise Refused(
+                RefusalCode.NO_ENDPOINT_AVAILABLE,
                 f"{why} and the local model is disabled ([local] enabled = false)",
             )
         model = self._pool.local_model
         if request.uses_tools and model is not None and model.tools_supported is False:
-            raise ChatRefused(
-                "tools_not_supported",
+            raise Refused(
+                RefusalCode.TOOLS_NOT_SUPPORTED,
                 f"{why} and the local model cannot call tools (its chat template has no tool "
                 "calling); configure a local model whose template has, or send no tools",
             )
         return [local]
 
-    # -- asking ----------------------------------------------------------------------------
-
-    async def run(
-        self,
-        plan: ChatPlan,
-        request: ChatRequest,
-        *,
-        uri: str | None = None,
-        on_event: EventSink | None = None,
-        on_attempt: Callable[[str], None] | None = None,
-    ) -> ChatRouted:
-        """Ask the plan's endpoints in turn until one answers; `on_attempt` hears each name
-        as it is asked, `on_event` each text or tool-call piece of the answer as it comes.
-        Raises `ChatFailed` when none answered."""
-        started = time.monotonic()
-        self.requests += 1
-        deadline_s = self._config().routing.refactor_deadline_ms / 1000
-        errors: list[BackendError] = []
-        queue = list(plan.candidates)
-        hedged = False
-        index = 0
-        while queue:
-            remaining = deadline_s - (time.monotonic() - started)
-            if remaining <= 0:
-                errors.append(_deadline_error(queue[0]))
-                break
-            primary = queue.pop(0)
-            backup = queue[0] if plan.may_hedge and queue else None
-            delay_s = self._hedge_delay_s(primary) if backup is not None else None
-            attempts = await self._ask(
-                primary, backup, delay_s, request, remaining, on_event, on_attempt
-            )
-            if len(attempts) > 1:
-                hedged = True
-                self.hedged += 1
-                queue.remove(attempts[1].endpoint)
-            winner = next((a for a in attempts if a.calls is not None and _done(a)), None)
-            for attempt in attempts:
-                self._settle(attempt, won=attempt is winner, errors=errors)
-            if winner is not None:
-                reason = plan.reason if index == 0 else Reason.FALLBACK
-                if hedged and winner.endpoint is not primary:
-                    reason = Reason.HEDGE_WIN
-                return self._answer(winner, reason, started, uri, errors, hedged)
-            if any(a.passed_on for a in attempts):
-                break  # what reached the caller cannot be taken back
-            index += 1
-        latency_ms = (time.monotonic() - started) * 1000
-        detail = "; ".join(f"{e.endpoint}: {e.kind.value}: {e.message}" for e in errors)
-        failed = Decision(
-            now_iso(),
-            "chat",
-            None,
-            Reason.FAILED,
-            round(latency_ms, 2),
-            0,
-            0.0,
-            uri,
-            hedged,
-            detail,
-        )
-        self._decisions.add(failed)
-        raise ChatFailed(errors, detail or "no endpoint answered")
-
-    def _hedge_delay_s(self, primary: Endpoint) -> float | None:
-        """The primary's usual worst time to a first token, once known, while the hedge
-        budget lasts; None: no hedge."""
-        stats = primary.stats
-        if len(stats.recent_first_token_ms) < HEDGE_MIN_SAMPLES:
-            return None
-        if self.hedged >= self._config().routing.max_hedge_ratio * self.requests + HEDGE_BURST:
-            return None
-        p95 = stats.first_token_percentile(0.95)
-        return None if p95 is None else p95 / 1000
-
-    async def _ask(
-        self,
-        primary: Endpoint,
-        backup: Endpoint | None,
-        delay_s: float | None,
-        request: ChatRequest,
-        timeout_s: float,
-        on_event: EventSink | None,
-        on_attempt: Callable[[str], None] | None,
-    ) -> list[_Attempt]:
-        """Ask `primary`, and `backup` too if the primary has not started answering after
-        `delay_s`; the first to answer is passed on and the other cancelled."""
-        attempts = [_Attempt(primary, self._bounded(request, primary))]
-        winner: list[_Attempt] = []
-        tasks: list[asyncio.Task[None]] = []
-
-        def sink(attempt: _Attempt) -> EventSink:
-            def take(event: ChatEvent) -> None:
-                if not winner:
-                    winner.append(attempt)
-                    for other, task in zip(attempts, tasks, strict=True):
-                        if other is not attempt:
-                            task.cancel()
-                if winner[0] is attempt and on_event is not None:
-                    attempt.passed_on = True
-                    on_event(event)
-
-            return take
-
-        def start(attempt: _Attempt) -> None:
-            if on_attempt is not None:
-                on_attempt(attempt.endpoint.name)
-            tasks.append(asyncio.create_task(_collect(attempt, sink(attempt))))
-
-        start(attempts[0])
-        try:
-            async with asyncio.timeout(timeout_s):
-                if backup is not None and delay_s is not None:
-                    done, _ = await asyncio.wait(tasks, timeout=delay_s)
-                    if not done and not winner:
-                        attempts.append(_Attempt(backup, self._bounded(request, backup)))
-                        start(attempts[1])
-                await asyncio.gather(*tasks, return_exceptions=True)
-        except TimeoutError:
-            await _cancel(tasks)
-            for attempt in attempts:
-                if not _done(attempt) and attempt.error is None:
-                    attempt.error = _deadline_error(attempt.endpoint)
-        finally:
-            await _cancel(tasks)
-        return attempts
-
-    def _bounded(self, request: ChatRequest, endpoint: Endpoint) -> ChatRequest:
-        """The client's token cap, up to the endpoint's `chat_max_tokens`."""
-        if endpoint.config is None:
-            return request
-        cap = endpoint.config.chat_max_tokens
-        if request.max_tokens <= cap:
-            return request
-        return dataclasses.replace(request, max_tokens=cap)
-
-    def _settle(self, attempt: _Attempt, *, won: bool, errors: list[BackendError]) -> None:
-        endpoint = attempt.endpoint
-        error = attempt.error
-        elapsed_ms = (time.monotonic() - attempt.started_at) * 1000
-        if error is not None:
-            errors.append(error)
-            if error.kind is FailureKind.UNSUPPORTED or error.status in REJECTED_STATUSES:
-                endpoint.last_error = error.message  # the request's doing, not the endpoint's
-            else:
-                self._record_failure(endpoint, error)
-            return
-        first_ms = (
-            None
-            if attempt.first_event_at is None
-            else max(0.0, (attempt.first_event_at - attempt.started_at) * 1000)
-        )
-        if not _done(attempt):  # cancelled: it lost a hedge
-            endpoint.stats.record_censored(elapsed_ms, first_token_ms=first_ms)
-            endpoint.breaker.release()
-            return
-        total_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-        tokens = attempt.usage.completion_tokens
-        endpoint.stats.record_success(
-            first_token_ms=first_ms, total_ms=total_ms, tokens=tokens, won=won
-        )
-        endpoint.breaker.record_success()
-        shared = None if endpoint.is_local else self._shared()
-        if shared is not None:
-            shared.observed_success(
-                endpoint.name, first_token_ms=first_ms, total_ms=total_ms, tokens=tokens
-            )
-
-    def _answer(
-        self,
-        attempt: _Attempt,
-        reason: Reason,
-        started: float,
-        uri: str | None,
-        errors: list[BackendError],
-        hedged: bool,
-    ) -> ChatRouted:
-        endpoint, usage = attempt.endpoint, attempt.usage
-        calls = attempt.calls.calls() if attempt.calls is not None else ()
-        finish = usage.finish_reason or "stop"
-        if calls and finish == "stop":
-            finish = "tool_calls"  # some servers say "stop" after a tool call
-        cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
-        endpoint.stats.cost_usd += cost
-        latency_ms = (time.monotonic() - started) * 1000
-        detail = "; ".join(f"{e.endpoint}: {e.kind.value}: {e.message}" for e in errors)
-        self._decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="chat",
-                endpoint=endpoint.name,
-                reason=reason,
-                latency_ms=round(latency_ms, 2),
-                tokens=usage.completion_tokens,
-                cost_usd=cost,
-                uri=uri,
-                hedged=hedged,
-                detail=detail or None,
-            )
-        )
-        return ChatRouted(
-            text="".join(attempt.texts),
-            tool_calls=calls,
-            finish_reason=finish,
-            endpoint=endpoint.name,
-            reason=reason,
-            latency_ms=latency_ms,
-            usage=usage,
-            hedged=hedged,
-        )
-
-
-async def _collect(attempt: _Attempt, sink: EventSink) -> None:
-    """Run one endpoint's answer to its end, noting its events and passing them to `sink`."""
-    calls = ToolCallStream(attempt.endpoint.name)
-    stream = attempt.endpoint.backend.chat_events(attempt.request, attempt.usage)
-    try:
-        async with contextlib.aclosing(stream):  # type: ignore[type-var]
-            async for event in stream:
-                if attempt.first_event_at is None:
-                    attempt.first_event_at = time.monotonic()
-                if isinstance(event, ToolCallDelta):
-                    calls.feed(event.index, id=event.id, name=event.name, arguments=event.arguments)
-                else:
-                    attempt.texts.append(event)
-                sink(event)
-    except BackendError as error:
-        attempt.error = error
-        return
-    except Exception as exc:
-        attempt.error = unexpected_failure(attempt.endpoint.name, exc)
-        return
-    attempt.calls = calls
-
-
-async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
-    """Cancel each task once and wait for it to end. A task is never cancelled twice: a second
-    cancellation would cut short its closing of the upstream connection, which would then
-    stay open, streaming to no one."""
-    for task in tasks:
-        if not task.done() and not task.cancelling():
-            task.cancel()
-    await asyncio.shield(asyncio.gather(*tasks, return_exceptions=True))
-
-
-def _done(attempt: _Attempt) -> bool:
-    """Whether the attempt ran to the end of its answer (not failed, not cancelled)."""
-    return attempt.calls is not None
-
-
-def _deadline_error(endpoint: Endpoint) -> BackendError:
-    return BackendError(endpoint.name, FailureKind.TIMEOUT, "no answer within the deadline")
-
 
 def _healthy_first(endpoints: list[Endpoint]) -> list[Endpoint]:
     healthy = [e for e in endpoints if e.breaker.state is not BreakerState.OPEN]
     return healthy + [e for e in endpoints if e not in healthy]
+
+
+def _chat_bounded(request: ChatRequest, endpoint: Endpoint) -> ChatRequest:
+    """The client's token cap, up to the endpoint's `chat_max_tokens`."""
+    return capped(request, endpoint.config.chat_max_tokens if endpoint.config else None)

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from lsp_server.config.model import Price
 from lsp_server.reasons import Reason
 
 
-@dataclass(frozen=True, slots=True)
+class DecisionKind(StrEnum):
+    """The kind of traffic a decision served (the strings on the wire)."""
+
+    INLINE = "inline"
+    REFACTOR = "refactor"
+    CHAT = "chat"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Decision:
-    time: str
-    kind: str  # "inline" | "refactor"
+    kind: DecisionKind
     endpoint: str | None
     reason: Reason
     latency_ms: float
@@ -23,6 +35,7 @@ class Decision:
     uri: str | None = None
     hedged: bool = False
     detail: str | None = None  # what went wrong, in one line, when something did
+    time: str = field(default_factory=now_iso)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -30,10 +43,6 @@ class Decision:
 
 def estimate_cost(price: Price, prompt_tokens: int, completion_tokens: int) -> float:
     return (prompt_tokens * price.input + completion_tokens * price.output) / 1_000_000
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class DecisionLog:

@@ -16,8 +16,6 @@ written back now and then and at close.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import logging
 import math
 import random
@@ -27,26 +25,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_server.backends.base import (
-    BackendError,
+    ChatEvent,
     ChatRequest,
     CompletionRequest,
     Usage,
-    unexpected_failure,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import config_to_dict
 from lsp_server.config.model import Config, OfflineMode, Role
+from lsp_server.failures import EndpointFailure, RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.circuit_breaker import BreakerState
-from lsp_server.routing.decision_log import Decision, DecisionLog, estimate_cost, now_iso
+from lsp_server.routing.decision_log import DecisionKind, DecisionLog
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
+from lsp_server.routing.outcomes import Outcomes
+from lsp_server.routing.sequential_route import Answered, SequentialPlan, SequentialRoute, capped
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_snapshot import StatsSnapshot
@@ -58,18 +58,6 @@ SUGGESTION_TOKENS_PRIOR = 8.0  # tokens a suggestion needs, until winners have t
 SAVE_EVERY_S = 30.0  # how often measured estimates are written back to the stats file
 ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
 ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
-
-
-@dataclass(frozen=True, slots=True)
-class EndpointFailure:
-    """What went wrong with one endpoint asked for a request."""
-
-    endpoint: str
-    kind: str  # a `FailureKind` value, or "deadline"
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.endpoint}: {self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +84,6 @@ class Routed:
         return None
 
 
-class RoutingFailed(Exception):
-    """No endpoint could answer; the message names each endpoint tried and why."""
-
-    def __init__(self, message: str, failures: tuple[EndpointFailure, ...] = ()) -> None:
-        super().__init__(message)
-        self.failures = failures
-
-
 class Router:
     def __init__(
         self,
@@ -127,17 +107,16 @@ class Router:
         self.decisions = DecisionLog()
         self.budget = HedgeBudget()
         self.shared: SharedState | None = None
+        self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
         self._chooser = InlineChooser(rng)
         self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
-        # Gateway chat and Responses traffic by task class: `chats.plan(...)`, `chats.run(...)`.
-        self.chats = ChatRoute(
-            self.pool,
-            self.decisions,
-            config=lambda: self.config,
-            record_failure=self._record_failure,
-            shared=lambda: self.shared,
+        # Gateway chat and Responses traffic by task class: `chats.plan(...)`.
+        self.chats = ChatRoute(self.pool, config=lambda: self.config)
+        # Refactors and chats: endpoints asked in turn (`refactor`, `chats.plan(...)`).
+        self.sequential = SequentialRoute(
+            self.outcomes, max_hedge_ratio=lambda: self.config.routing.max_hedge_ratio
         )
         self._warm_up()
 
@@ -156,6 +135,7 @@ class Router:
         if self.shared is None:
             self.shared = SharedState(self.pool)
             self.budget.peers = self.shared
+            self.outcomes.shared = self.shared
         return self.shared
 
     def set_offline(self, mode: OfflineMode) -> None:
@@ -216,12 +196,12 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.budget.count_request()
+        self.outcomes.request_started(kind=DecisionKind.INLINE)
         self._connect_endpoints()
         choice = self._inline_choice(local_only, request, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
-            return self._record_empty("inline", reason, started, uri)
+            return self._record_empty(DecisionKind.INLINE, reason, started, uri)
         race = InlineRace(
             request,
             candidates,
@@ -235,9 +215,9 @@ class Router:
         )
         outcome = await race.run()
         explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.budget.count_outcome(hedged=outcome.hedged, explored=explored)
-        if self.shared is not None:
-            self.shared.counted_inline(hedged=outcome.hedged)
+        self.outcomes.request_ended(
+            kind=DecisionKind.INLINE, hedged=outcome.hedged, explored=explored
+        )
         rider_reason = choice.rider_reason if parallel > 1 else None
         routed = self._settle_inline(
             outcome, candidates, (reason, rider_reason), request, started, uri
@@ -333,7 +313,7 @@ class Router:
         tried = {id(a.endpoint) for a in outcome.attempts}
         for endpoint in candidates:
             if id(endpoint) not in tried:
-                endpoint.breaker.release()  # allowed as a probe but never asked
+                self.outcomes.not_asked(endpoint=endpoint)
         winner = outcome.winner
         latency_ms = (time.monotonic() - started) * 1000
         reason, rider_reason = reasons
@@ -354,13 +334,11 @@ class Router:
         failures = _failures(outcome.attempts)
         if outcome.timed_out:
             reason = Reason.DEADLINE
-        cost = 0.0
+        prompt_tokens = 0
         if winner is not None:
             prompt_tokens = winner.usage.prompt_tokens or (
                 (len(request.prefix) + len(request.suffix)) // 4
             )
-            cost = estimate_cost(winner.endpoint.price, prompt_tokens, tokens)
-            winner.endpoint.stats.cost_usd += cost
         routed = Routed(
             outcome.text,
             served_by.name if served_by else None,
@@ -371,19 +349,16 @@ class Router:
             winner.usage if winner else None,
             failures=failures,
         )
-        self.decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="inline",
-                endpoint=routed.endpoint,
-                reason=reason,
-                latency_ms=round(latency_ms, 2),
-                tokens=tokens,
-                cost_usd=cost,
-                uri=uri,
-                hedged=outcome.hedged,
-                detail=routed.detail,
-            )
+        self.outcomes.decision(
+            kind=DecisionKind.INLINE,
+            served_by=served_by,
+            reason=reason,
+            started=started,
+            prompt_tokens=prompt_tokens,
+            tokens=tokens,
+            uri=uri,
+            hedged=outcome.hedged,
+            detail=routed.detail,
         )
         return routed
 
@@ -409,90 +384,42 @@ class Router:
 
     def _record_attempt(self, attempt: Attempt, *, won: bool, ended: float) -> None:
         endpoint = attempt.endpoint
-        shared = self._shared_for(endpoint)
         elapsed_ms = ((attempt.finished_at or ended) - attempt.started_at) * 1000
-        if attempt.hedge:
-            endpoint.stats.hedges += 1
         if attempt.error is not None:
-            self._record_failure(endpoint, attempt.error)
+            self.outcomes.failure(endpoint=endpoint, error=attempt.error, hedge=attempt.hedge)
         elif attempt.succeeded:
-            first_ms = _first_token_ms(attempt)
-            total_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-            tokens = attempt.usage.completion_tokens
-            endpoint.stats.record_success(
-                first_token_ms=first_ms, total_ms=total_ms, tokens=tokens, won=won
+            self.outcomes.success(
+                endpoint=endpoint,
+                first_token_ms=_first_token_ms(attempt),
+                total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+                tokens=attempt.usage.completion_tokens,
+                won=won,
+                hedge=attempt.hedge,
             )
-            reopened = endpoint.breaker.state is not BreakerState.CLOSED
-            if reopened:
-                endpoint.stats.forgive_errors()
-            endpoint.breaker.record_success()
-            if not endpoint.is_local:
-                self.offline.note_success(endpoint.name)
-            if shared is not None:
-                shared.observed_success(
-                    endpoint.name, first_token_ms=first_ms, total_ms=total_ms, tokens=tokens
-                )
-                if reopened:
-                    shared.breaker_closed(endpoint.name)
         else:
-            at_least_ms = max(0.0, elapsed_ms - attempt.usage.setup_ms)
-            first_ms = _first_token_ms(attempt)
-            endpoint.stats.record_censored(at_least_ms, first_token_ms=first_ms)
-            endpoint.breaker.release()
-            if shared is not None:
-                shared.observed_censored(endpoint.name, at_least_ms, first_token_ms=first_ms)
-
-    def _record_failure(self, endpoint: Endpoint, error: BackendError) -> None:
-        open_before_s = endpoint.breaker.retry_in_s
-        endpoint.stats.record_failure()
-        endpoint.breaker.record_failure(error.retry_after_s)
-        endpoint.last_error = error.message
-        log.warning("%s", error)
-        if not endpoint.is_local:
-            self.offline.note_failure(error)
-        shared = self._shared_for(endpoint)
-        if shared is not None:
-            shared.observed_failure(endpoint.name)
-            open_for_s = endpoint.breaker.retry_in_s
-            if open_for_s > open_before_s:
-                shared.breaker_opened(endpoint.name, open_for_s)
-
-    def _shared_for(self, endpoint: Endpoint) -> SharedState | None:
-        """Where to tell what `endpoint` did; the local model is this process's own business."""
-        return None if endpoint.is_local else self.shared
+            self.outcomes.lost_race(
+                endpoint=endpoint,
+                at_least_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+                first_token_ms=_first_token_ms(attempt),
+                hedge=attempt.hedge,
+            )
 
     def record_cache_hit(self, endpoint: str | None, uri: str | None) -> None:
-        """A suggestion served again from the completion cache is a decision too, so the
-        status names what the editor shows rather than the request before it."""
-        self.decisions.add(
-            Decision(
-                time=now_iso(),
-                kind="inline",
-                endpoint=endpoint,
-                reason=Reason.CACHE,
-                latency_ms=0.0,
-                tokens=0,
-                cost_usd=0.0,
-                uri=uri,
-            )
-        )
+        self.outcomes.cache_hit(endpoint=endpoint, uri=uri)
 
     def _record_empty(
         self,
-        kind: str,
+        kind: DecisionKind,
         reason: Reason,
         started: float,
         uri: str | None,
         failures: tuple[EndpointFailure, ...] = (),
     ) -> Routed:
-        latency_ms = (time.monotonic() - started) * 1000
         detail = "; ".join(str(f) for f in failures) or "no endpoint available"
-        self.decisions.add(
-            Decision(
-                now_iso(), kind, None, reason, round(latency_ms, 2), 0, 0.0, uri, False, detail
-            )
+        decision = self.outcomes.decision(
+            kind=kind, served_by=None, reason=reason, started=started, uri=uri, detail=detail
         )
-        return Routed("", None, reason, latency_ms, 0, failures=failures)
+        return Routed("", None, reason, decision.latency_ms, 0, failures=failures)
 
     # -- refactor ---------------------------------------------------------------------------
 
@@ -502,112 +429,52 @@ class Router:
         *,
         uri: str | None = None,
         local_only: Reason | None = None,
-        pinned: str | None = None,
         on_text: Callable[[str], None] | None = None,
-        on_attempt: Callable[[str], None] | None = None,
-        restart_after_text: bool = True,
         local_max_tokens: int | None = None,
-    ) -> Routed:
+    ) -> Answered:
         """Ask the reasoning endpoints in turn (then the local model) under the long deadline.
 
-        `on_attempt` hears the name of each endpoint as it is asked, `on_text` each streamed
-        chunk. A failed attempt's text is dropped and the next
-        endpoint starts from scratch, unless `restart_after_text` is false and some text was
-        already passed on (a caller streaming to its own client cannot take it back).
-        Each endpoint is asked for at most its own `max_tokens`, the local model for at most
-        `local_max_tokens` (a cap the caller sizes to fit the deadline on a CPU).
-        Raises `RoutingFailed` when none answers.
+        `on_text` hears each streamed chunk (a failed attempt's text is dropped and the next
+        endpoint starts from scratch). Each endpoint is asked for at most its own
+        `max_tokens`, the local model for at most `local_max_tokens` (a cap the caller sizes
+        to fit the deadline on a CPU). Raises `Refused` when nothing may be asked,
+        `RouteFailed` when none answers.
         """
-        started = time.monotonic()
         candidates, reason = self._refactor_candidates(local_only)
-        if pinned is not None and local_only is None:
-            candidates = [e for e in candidates if e.name == pinned]
-            reason = Reason.PINNED
-        streamed = False
-
-        def forward(chunk: str) -> None:
-            nonlocal streamed
-            streamed = True
-            if on_text is not None:
-                on_text(chunk)
-
         if not candidates:
             if local_only is not None:
-                raise RoutingFailed(
+                message = (
                     f"this document must stay on this machine ({local_only}) and the local "
                     "model is disabled ([local] enabled = false)"
                 )
-            raise RoutingFailed("no refactor endpoint is configured and the local model is off")
-        failures: list[EndpointFailure] = []
-        deadline_s = self.config.routing.refactor_deadline_ms / 1000
-        for index, endpoint in enumerate(candidates):
-            remaining = deadline_s - (time.monotonic() - started)
-            if remaining <= 0:
-                failures.append(EndpointFailure(endpoint.name, "deadline", "deadline passed"))
-                break
-            usage = Usage()
-            attempt_started = time.monotonic()
-            if on_attempt is not None:
-                on_attempt(endpoint.name)
-            try:
-                asked = _bounded(request, endpoint, local_max_tokens)
-                text = await asyncio.wait_for(
-                    _collect(endpoint, asked, usage, forward), timeout=remaining
-                )
-            except TimeoutError:
-                failures.append(
-                    EndpointFailure(endpoint.name, "deadline", "no answer within the deadline")
-                )
-                endpoint.stats.record_failure()
-                if streamed and not restart_after_text:
-                    break
-                continue
-            except BackendError as error:
-                failures.append(EndpointFailure(endpoint.name, error.kind.value, error.message))
-                if reason is Reason.INLINE_FALLBACK and not endpoint.is_local:
-                    endpoint.last_error = error.message  # a FIM model may not chat: no breaker
-                else:
-                    self._record_failure(endpoint, error)
-                if streamed and not restart_after_text:
-                    break
-                continue
-            elapsed_ms = (time.monotonic() - attempt_started) * 1000
-            endpoint.stats.record_success(
-                first_token_ms=None,
-                total_ms=elapsed_ms,
-                tokens=usage.completion_tokens,
-                won=True,
-            )
-            endpoint.breaker.record_success()
-            final_reason = reason if index == 0 else Reason.FALLBACK
-            cost = estimate_cost(endpoint.price, usage.prompt_tokens, usage.completion_tokens)
-            endpoint.stats.cost_usd += cost
-            latency_ms = (time.monotonic() - started) * 1000
-            self.decisions.add(
-                Decision(
-                    time=now_iso(),
-                    kind="refactor",
-                    endpoint=endpoint.name,
-                    reason=final_reason,
-                    latency_ms=round(latency_ms, 2),
-                    tokens=usage.completion_tokens,
-                    cost_usd=cost,
-                    uri=uri,
-                    detail="; ".join(str(f) for f in failures) or None,
-                )
-            )
-            return Routed(
-                text,
-                endpoint.name,
-                final_reason,
-                latency_ms,
-                usage.completion_tokens,
-                usage=usage,
-                max_tokens=asked.max_tokens,
-                failures=tuple(failures),
-            )
-        self._record_empty("refactor", Reason.FAILED, started, uri, tuple(failures))
-        raise RoutingFailed("; ".join(str(f) for f in failures), tuple(failures))
+            else:
+                message = "no refactor endpoint is configured and the local model is off"
+            raise Refused(RefusalCode.NO_ENDPOINT_AVAILABLE, message)
+        fim_fallback = reason is Reason.INLINE_FALLBACK
+
+        def bounded(request: ChatRequest, endpoint: Endpoint) -> ChatRequest:
+            config = endpoint.config
+            return capped(request, config.max_tokens if config is not None else local_max_tokens)
+
+        def requests_fault(endpoint: Endpoint, failure: EndpointFailure) -> bool:
+            # A fill-in-the-middle model asked to chat may not: not its health.
+            return failure.requests_fault or (fim_fallback and not endpoint.is_local)
+
+        plan = SequentialPlan(
+            kind=DecisionKind.REFACTOR,
+            candidates=candidates,
+            reason=reason,
+            deadline_s=self.config.routing.refactor_deadline_ms / 1000,
+            bounded=bounded,
+            requests_fault=requests_fault,
+            restart_after_passed_on=True,
+        )
+
+        def text_only(event: ChatEvent) -> None:
+            if on_text is not None and isinstance(event, str):
+                on_text(event)
+
+        return await self.sequential.run(plan, request, uri=uri, on_event=text_only)
 
     def _refactor_candidates(self, local_only: Reason | None) -> tuple[list[Endpoint], Reason]:
         answerers = self.answerers("refactor", local_only)
@@ -643,8 +510,8 @@ class Router:
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,
             "hedged_requests": self.budget.hedged_requests,
-            "chat_requests": self.chats.requests,
-            "hedged_chat_requests": self.chats.hedged,
+            "chat_requests": self.outcomes.chat_requests,
+            "hedged_chat_requests": self.outcomes.hedged_chat_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
             "endpoints": [_endpoint_status(e) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
@@ -676,35 +543,6 @@ class Router:
         await self.pool.aclose()
 
 
-def _bounded(request: ChatRequest, endpoint: Endpoint, local_cap: int | None) -> ChatRequest:
-    """`request` asking for no more than this endpoint may write."""
-    cap = endpoint.config.max_tokens if endpoint.config is not None else local_cap
-    if cap is None or cap >= request.max_tokens:
-        return request
-    return dataclasses.replace(request, max_tokens=cap)
-
-
-async def _collect(
-    endpoint: Endpoint,
-    request: ChatRequest,
-    usage: Usage,
-    on_text: Callable[[str], None] | None,
-) -> str:
-    parts: list[str] = []
-    stream = endpoint.backend.chat(request, usage)
-    try:
-        async with contextlib.aclosing(stream):  # type: ignore[type-var]
-            async for chunk in stream:
-                parts.append(chunk)
-                if on_text is not None:
-                    on_text(chunk)
-    except BackendError:
-        raise
-    except Exception as exc:
-        raise unexpected_failure(endpoint.name, exc) from None
-    return "".join(parts)
-
-
 def _usable(model: LocalModel) -> bool:
     """A local model that is loaded; one not yet loaded starts loading and sits this one out."""
     if model.state is LocalState.READY:
@@ -729,11 +567,7 @@ def _first_token_ms(attempt: Attempt) -> float | None:
 
 
 def _failures(attempts: list[Attempt]) -> tuple[EndpointFailure, ...]:
-    return tuple(
-        EndpointFailure(a.endpoint.name, a.error.kind.value, a.error.message)
-        for a in attempts
-        if a.error
-    )
+    return tuple(a.error.failure for a in attempts if a.error)
 
 
 def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.context.store import ContextStore
+from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.answerers import Unavailable
 from lsp_server.routing.endpoint_pool import LOCAL_NAME
-from lsp_server.routing.router import EndpointFailure, Routed, Router
+from lsp_server.routing.router import Routed, Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import build_completion_request
@@ -40,7 +40,7 @@ class Suggestion:
     tokens: int = 0  # tokens the answer took
     cut_short: bool = False  # it ran out of tokens or of time before it ended by itself
     # Why nothing could have served it, when nothing did: no endpoint, the local model off.
-    unavailable: Unavailable | None = None
+    unavailable: Refused | None = None
     # For a streamed request, what is left to send after the pieces passed to `on_text`.
     rest: str = ""
 

@@ -15,11 +15,11 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.fim_instruction import CURSOR_MARKER
 from lsp_server.config.model import EndpointConfig
+from lsp_server.failures import FailureKind
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 KEY_ENV = "GATEWAY_LS_TEST_ANTHROPIC_KEY"

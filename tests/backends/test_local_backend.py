@@ -15,11 +15,11 @@ from lsp_server.backends.base import (
     ChatRequest,
     CompletionRequest,
     ContextChunk,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
+from lsp_server.failures import FailureKind
 
 DOCUMENT = '''import math
 

@@ -14,10 +14,15 @@ from pathlib import Path
 import pytest
 
 from lsp_server.backends import model_hub
-from lsp_server.backends.bundled_model import CACHE_DIR_ENV, ensure_preset_model
+from lsp_server.backends.bundled_model import (
+    CACHE_DIR_ENV,
+    ModelUnavailable,
+    ensure_preset_model,
+)
 from lsp_server.backends.model_presets import (
     PRESETS,
     QWEN_CODER_0_5B,
+    QWEN_CODER_1_5B_BASE,
     HubFile,
     ModelPreset,
     licence_path,
@@ -118,6 +123,30 @@ def test_cli_refuses_a_real_preset_served_with_other_bytes(hub: FakeHub, tmp_pat
     assert "SHA-256 mismatch" in result.stderr
     assert QWEN_CODER_0_5B.sha256 in result.stderr
     assert hub.downloads == 1
+
+
+def test_cli_fetches_a_base_preset_at_its_pinned_commit_and_checks_it(
+    hub: FakeHub, tmp_path: Path
+) -> None:
+    pinned = QWEN_CODER_1_5B_BASE.hub
+    assert pinned is not None and len(pinned.revision) == 40
+    hub.publish(pinned.repo, pinned.revision, pinned.filename, CONTENT)
+
+    result = _cli(tmp_path, hub, QWEN_CODER_1_5B_BASE.name)
+
+    assert result.returncode == 1, result.stderr
+    assert f"at revision {pinned.revision}" in result.stderr
+    assert "SHA-256 mismatch" in result.stderr
+    assert hub.downloads == 1
+
+
+def test_a_base_preset_not_pulled_names_the_pull_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
+
+    with pytest.raises(ModelUnavailable, match=r"gateway-ls model pull qwen2\.5-coder-1\.5b-base"):
+        ensure_preset_model(QWEN_CODER_1_5B_BASE)
 
 
 def test_cli_offline_with_an_empty_cache_fails_without_asking_the_hub(

@@ -12,13 +12,13 @@ from lsp_server.backends.base import (
     ChatMessage,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.loader import ConfigError, parse_config_text
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
+from lsp_server.failures import FailureKind
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
 KEY = "test-key-0123"

@@ -534,6 +534,31 @@ def test_a_secret_anywhere_in_an_agents_request_never_leaves_the_machine(
     assert agent_up.bytes_received == 0 and claude_up.bytes_received == 0
 
 
+def test_a_secret_in_a_later_turn_or_an_edited_earlier_one_never_leaves(
+    gateway: Gateway, agent_up: FakeLLMServer
+) -> None:
+    """Turn after turn the gateway judges only what it has not judged clean before; a secret
+    in a new turn, or in an earlier message an agent rewrote, is still caught."""
+    client = gateway.client()
+    history = [
+        {"role": "system", "content": "You are a careful coding agent.\n" * 200},
+        *ASK,
+        {"role": "assistant", "content": "Let me look at the settings first."},
+    ]
+    asked = len(agent_up.requests)
+    client.chat.completions.create(model="agent", messages=history, tools=[WEATHER_TOOL])
+    assert len(agent_up.requests) == asked + 1
+    with_secret = [*history, {"role": "user", "content": f"The key is {AWS_KEY_ID}"}]
+    edited = [history[0], {"role": "user", "content": f"Weather? key={AWS_KEY_ID}"}, history[2]]
+    for messages in (with_secret, edited, [*edited, {"role": "user", "content": "And now?"}]):
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.chat.completions.create(model="agent", messages=messages, tools=[WEATHER_TOOL])
+        assert caught.value.status_code == 503
+    client.chat.completions.create(model="agent", messages=history, tools=[WEATHER_TOOL])
+    assert len(agent_up.requests) == asked + 2
+    assert all(AWS_KEY_ID.encode() not in r.body for r in agent_up.requests)
+
+
 # --- a real client's round trip -----------------------------------------------------------
 
 

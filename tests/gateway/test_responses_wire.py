@@ -10,10 +10,12 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from lsp_server.backends.http_common import status_failure_kind
+from lsp_server.failures import EndpointFailure, FailureKind
+from lsp_server.gateway.errors import responses_code
 from lsp_server.gateway.openai_wire import GatewayError
 from lsp_server.gateway.responses_wire import (
     ResponseStream,
-    failure_code,
     parse_responses_body,
     sse_event,
 )
@@ -504,4 +506,6 @@ def test_sse_events_are_named_after_their_type() -> None:
 def test_failure_codes_are_those_clients_act_on(
     status: int | None, message: str, code: str
 ) -> None:
-    assert failure_code(status, message) == code
+    kind = status_failure_kind(status, message) if status else FailureKind.NETWORK
+    failure = EndpointFailure(endpoint="e", kind=kind, message=message, status=status)
+    assert responses_code(failure) == code

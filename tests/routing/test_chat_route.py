@@ -12,8 +12,8 @@ import pytest
 from lsp_server.backends.base import ChatMessage, ChatRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Role, RoutingConfig
+from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import ChatRefused, NotAChatModel, UnknownModel
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 
@@ -85,13 +85,14 @@ async def test_classes_choose_their_endpoints(servers: tuple[FakeLLMServer, ...]
         assert names(router, "reasoning") == ["thinker"]
         assert sorted(names(router, "fast")) == ["agent", "thinker"]  # a FIM model does not chat
         assert names(router, "thinker") == ["thinker"]
-        with pytest.raises(NotAChatModel):
-            names(router, "typist")
-        with pytest.raises(UnknownModel):
-            names(router, "gpt-4o")
-        with pytest.raises(ChatRefused) as refused:
-            names(router, "local")
-        assert refused.value.code == "no_endpoint_available"
+        for model, code in (
+            ("typist", RefusalCode.MODEL_NOT_SUPPORTED),
+            ("gpt-4o", RefusalCode.MODEL_NOT_FOUND),
+            ("local", RefusalCode.NO_ENDPOINT_AVAILABLE),
+        ):
+            with pytest.raises(Refused) as refused:
+                names(router, model)
+            assert refused.value.code is code
 
 
 async def test_without_agent_endpoints_auto_falls_back_to_refactor_then_inline(
@@ -116,7 +117,7 @@ async def test_a_sensitive_chat_has_only_the_local_model_or_nothing(
     a, _, _ = servers
     async with router_for(config(endpoint("agent", a, ("agent",)))) as router:
         for model in ("auto", "agent", "fast", "reasoning"):
-            with pytest.raises(ChatRefused) as refused:
+            with pytest.raises(Refused) as refused:
                 router.chats.plan(model, ChatRequest(HELLO), local_only=Reason.SENSITIVE)
             assert "must stay on this machine" in str(refused.value)
 
@@ -129,7 +130,7 @@ async def _warm_and_slow_down(
     backup.behaviour = Behaviour(text="from b", latency_s=0.5)
     for _ in range(WARM_UP_REQUESTS):
         request = ChatRequest(HELLO)
-        routed = await router.chats.run(
+        routed = await router.sequential.run(
             router.chats.plan("auto", request, local_only=None), request
         )
         assert routed.endpoint == "a"
@@ -159,7 +160,7 @@ async def test_a_chat_that_may_call_a_tool_is_not_hedged_unless_configured(
         b.reset()
         request = ChatRequest(HELLO, tools=tools)
         plan = router.chats.plan("auto", request, local_only=None)
-        routed = await router.chats.run(plan, request)
+        routed = await router.sequential.run(plan, request)
         assert routed.hedged is hedged
         if hedged:
             assert len(b.requests) == 1

@@ -21,12 +21,12 @@ from lsp_server.backends.base import (
     BackendError,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.factory import remote_backend
 from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
+from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
 from lsp_server.routing.hedge_budget import HEDGE_BURST

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio
 
-from lsp_server.backends.base import FailureKind
+from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.redis_link import CHANNEL, TIMEOUT_S, RedisLink, display_url

@@ -36,7 +36,6 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
-    FailureKind,
     Usage,
 )
 from lsp_server.backends.bundled_model import Progress, resolve_model_path
@@ -60,6 +59,7 @@ from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.backends.model_presets import preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
+from lsp_server.failures import FailureKind
 
 if TYPE_CHECKING:
     from llama_cpp import Llama

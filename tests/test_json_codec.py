@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_server.lsp.json_codec import decode, encode
+from lsp_server.json_codec import decode, encode
 
 JSON = st.recursive(
     st.none()

@@ -1,0 +1,129 @@
+"""Secret scanning for a conversation that grows turn by turn.
+
+An agent sends its whole conversation with every turn: the instructions, the tools, every
+earlier message and tool result, then the new ones. Judging all of it again each turn costs
+milliseconds on a 40 KB conversation; what is new is usually a few hundred bytes.
+
+A conversation is a sequence of texts. It is judged in two runs: the texts joined by line
+breaks (each read apart) and run together (a secret split across two of them is still one).
+Once a conversation is found clean, the digest of its texts is remembered. A later request
+whose first texts have a remembered digest is judged from there: the new texts, with the end
+of what was judged before as context (a secret that begins in the old text and ends in the
+new). A finding that ends inside the old text is not counted: that text was judged clean with
+all its context, and a finding there comes only from the context cut short.
+
+The digests are chained (each covers every text before it), so a changed earlier message
+changes every digest after it and the conversation is judged from that message on. Memos are
+kept per client and bounded, and a client's remembered verdicts never answer another
+client's request. A text that may hold a private key block (which spans any number of lines)
+has the whole conversation judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from lsp_server.privacy.secret_memo import MULTI_LINE_MARKER
+from lsp_server.privacy.secret_rules import first_secret, first_secret_ending_after
+
+# A rule reads at most `_REACH` lines either way of where a secret begins (see `secret_memo`):
+# findings on the last `_REACH` lines of the old text and the new one's first line are counted,
+# read with `_REACH` lines more before them.
+_REACH = 2
+_LINES_BEFORE = 2 * _REACH
+# On long lines: twice the longest single-line secret the rules know (the guard's margin).
+_CHARS_BEFORE = 8192
+_DIGEST_BYTES = 16
+_ENCODING, _ERRORS = "utf-8", "surrogatepass"
+
+
+class ConversationMemo:
+    """The kind of the first secret in a conversation, remembering the conversations each
+    client sent that were clean."""
+
+    def __init__(self, *, clients: int = 256, conversations: int = 1024) -> None:
+        self._clients = clients
+        self._conversations = conversations
+        self._clean: OrderedDict[str, OrderedDict[bytes, None]] = OrderedDict()
+
+    def first_secret_kind(self, client: str, texts: Sequence[str]) -> str | None:
+        """The kind of the first secret in `texts`, read apart and run together, or None."""
+        digests = _chained_digests(texts)
+        known = self._known(client)
+        judged = next((n for n in range(len(texts), 0, -1) if digests[n - 1] in known), 0)
+        if judged == len(texts):
+            known.move_to_end(digests[-1])
+            return None
+        apart, together = "\n".join(texts), "".join(texts)
+        if MULTI_LINE_MARKER in apart or MULTI_LINE_MARKER in together:
+            judged = 0
+        old = texts[:judged]
+        kind = _new_secret_kind(apart, len("\n".join(old)) if old else 0) or _new_secret_kind(
+            together, sum(map(len, old))
+        )
+        if kind is None:
+            known[digests[-1]] = None
+            if len(known) > self._conversations:
+                known.popitem(last=False)
+        return kind
+
+    def remembered(self) -> int:
+        """How many conversations are remembered clean, over all clients."""
+        return sum(map(len, self._clean.values()))
+
+    def _known(self, client: str) -> OrderedDict[bytes, None]:
+        known = self._clean.get(client)
+        if known is None:
+            known = self._clean[client] = OrderedDict()
+            if len(self._clean) > self._clients:
+                self._clean.popitem(last=False)
+        else:
+            self._clean.move_to_end(client)
+        return known
+
+
+def _chained_digests(texts: Sequence[str]) -> list[bytes]:
+    """For each text, a digest of it and of every text before it (with their lengths, so the
+    same characters cut otherwise give another digest)."""
+    digests = []
+    digest = b""
+    for text in texts:
+        encoded = text.encode(_ENCODING, _ERRORS)
+        hasher = hashlib.blake2b(digest, digest_size=_DIGEST_BYTES)
+        hasher.update(len(encoded).to_bytes(8, "little"))
+        hasher.update(encoded)
+        digest = hasher.digest()
+        digests.append(digest)
+    return digests
+
+
+def _new_secret_kind(text: str, judged: int) -> str | None:
+    """The kind of the first secret in `text` that ends on the last lines of its start already
+    judged clean (`text[:judged]`) or after them; a few lines more before are read as context.
+
+    A finding on those last lines is counted too: it may hold only because of what now
+    follows it (a token that a new character lengthens, a value whose quote now closes)."""
+    if judged == 0:
+        finding = first_secret(text)
+        return finding.kind if finding is not None else None
+    starts = _line_starts_before(text, judged, _LINES_BEFORE + 1)
+    start, counted_from = starts[-1], starts[_REACH]
+    finding = first_secret_ending_after(text[start:], counted_from - start)
+    return finding.kind if finding is not None else None
+
+
+def _line_starts_before(text: str, position: int, lines: int) -> list[int]:
+    """Where the line holding `position` starts, and the `lines - 1` lines before it; at most
+    `_CHARS_BEFORE` back (a line longer than that is cut there)."""
+    floor = max(0, position - _CHARS_BEFORE)
+    starts = []
+    end = position
+    for _ in range(lines):
+        newline = text.rfind("\n", floor, end)
+        starts.append(floor if newline == -1 else newline + 1)
+        if newline == -1:
+            break
+        end = newline
+    return starts + [starts[-1]] * (lines - len(starts))

@@ -1,0 +1,348 @@
+"""Endpoints asked in turn until one answers: the route of refactors and gateway chats.
+
+The plan's endpoints are asked one after the other under the request's deadline; with
+`may_hedge`, the next one is asked beside the current one when it has not started answering by
+its usual 95th-percentile time to a first token, and the first to answer is passed on while the
+other is cancelled. An attempt whose text or tool calls reached the caller is never replaced,
+unless the caller can take the text back (`restart_after_passed_on`: a refactor shows only
+progress before it applies the whole answer). Each attempt is told to the outcome recorder;
+which endpoints make the plan is the caller's business (the chat route's task classes, the
+refactor's reasoning endpoints).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from lsp_server.backends.base import (
+    BackendError,
+    ChatEvent,
+    ChatRequest,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+    unexpected_failure,
+)
+from lsp_server.backends.tool_calls import ToolCallStream
+from lsp_server.failures import EndpointFailure, FailureKind, RouteFailed
+from lsp_server.reasons import Reason
+from lsp_server.routing.decision_log import DecisionKind
+from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.outcomes import Outcomes
+
+HEDGE_MIN_SAMPLES = 10  # first-token samples before a request is hedged at all
+HEDGE_BURST = 5
+
+EventSink = Callable[[ChatEvent], None]
+# The call an attempt makes: the endpoint's streamed answer to what it is asked.
+ChatCall = Callable[[Endpoint, ChatRequest, Usage], AsyncIterator[ChatEvent]]
+
+
+def capped(request: ChatRequest, cap: int | None) -> ChatRequest:
+    """`request` asking for no more than `cap` tokens (None: as it is)."""
+    if cap is None or request.max_tokens <= cap:
+        return request
+    return dataclasses.replace(request, max_tokens=cap)
+
+
+def chat_events(endpoint: Endpoint, request: ChatRequest, usage: Usage) -> AsyncIterator[ChatEvent]:
+    return endpoint.backend.chat_events(request, usage)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequentialPlan:
+    """Who to ask for one request, in order, and how."""
+
+    kind: DecisionKind
+    candidates: list[Endpoint]
+    reason: Reason  # why the first candidate; a later one answers as a fallback
+    deadline_s: float
+    may_hedge: bool = False
+    # The request as one endpoint is asked it (its token cap bounded by the endpoint's own).
+    bounded: Callable[[ChatRequest, Endpoint], ChatRequest] = lambda request, endpoint: request
+    # Whether a failure of this endpoint is the request's doing, not the endpoint's health.
+    requests_fault: Callable[[Endpoint, EndpointFailure], bool] = lambda endpoint, f: False
+    restart_after_passed_on: bool = False
+    call: ChatCall = chat_events
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answered:
+    """One endpoint's whole answer, and who answered why."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    endpoint: str
+    reason: Reason
+    latency_ms: float
+    usage: Usage
+    max_tokens: int  # the most tokens the answering endpoint was asked for
+    hedged: bool
+    failures: tuple[EndpointFailure, ...]  # of the endpoints asked before it
+
+    @property
+    def finish_reason(self) -> str:
+        """Why the answer ended: "stop" | "length" | "tool_calls" | "content_filter"."""
+        finish = self.usage.finish_reason or "stop"
+        if self.tool_calls and finish == "stop":
+            return "tool_calls"  # some servers say "stop" after a tool call
+        return finish
+
+
+@dataclass(slots=True)
+class _Attempt:
+    endpoint: Endpoint
+    request: ChatRequest
+    usage: Usage = field(default_factory=Usage)
+    texts: list[str] = field(default_factory=list)
+    calls: ToolCallStream | None = None  # set once the answer ran to its end
+    started_at: float = field(default_factory=time.monotonic)
+    first_event_at: float | None = None
+    passed_on: bool = False  # something of it reached the caller
+    error: BackendError | None = None
+
+
+class SequentialRoute:
+    """Asks a plan's endpoints in turn; owned by the `Router`, shared by its routes."""
+
+    def __init__(self, outcomes: Outcomes, *, max_hedge_ratio: Callable[[], float]) -> None:
+        self._outcomes = outcomes
+        self._max_hedge_ratio = max_hedge_ratio
+
+    async def run(
+        self,
+        plan: SequentialPlan,
+        request: ChatRequest,
+        *,
+        uri: str | None = None,
+        on_event: EventSink | None = None,
+        on_attempt: Callable[[str], None] | None = None,
+    ) -> Answered:
+        """Ask the plan's endpoints in turn until one answers; `on_attempt` hears each name
+        as it is asked, `on_event` each text or tool-call piece of the answer as it comes.
+        Raises `RouteFailed` when none answered."""
+        started = time.monotonic()
+        outcomes = self._outcomes
+        outcomes.request_started(kind=plan.kind)
+        failures: list[EndpointFailure] = []
+        queue = list(plan.candidates)
+        hedged = False
+        index = 0
+        while queue:
+            remaining = plan.deadline_s - (time.monotonic() - started)
+            if remaining <= 0:
+                failures.append(_deadline_error(queue[0]).failure)
+                break
+            primary = queue.pop(0)
+            backup = queue[0] if plan.may_hedge and queue else None
+            delay_s = self._hedge_delay_s(primary) if backup is not None else None
+            attempts = await self._ask(
+                plan, primary, backup, delay_s, request, remaining, on_event, on_attempt
+            )
+            if len(attempts) > 1:
+                hedged = True
+                queue.remove(attempts[1].endpoint)
+            winner = next((a for a in attempts if a.calls is not None), None)
+            for attempt in attempts:
+                self._settle(plan, attempt, won=attempt is winner, failures=failures)
+            if winner is not None:
+                outcomes.request_ended(kind=plan.kind, hedged=hedged)
+                reason = plan.reason if index == 0 else Reason.FALLBACK
+                if hedged and winner.endpoint is not primary:
+                    reason = Reason.HEDGE_WIN
+                return self._answer(plan, winner, reason, started, uri, failures, hedged)
+            if any(a.passed_on for a in attempts) and not plan.restart_after_passed_on:
+                break  # what reached the caller cannot be taken back
+            index += 1
+        outcomes.request_ended(kind=plan.kind, hedged=hedged)
+        failed = RouteFailed(tuple(failures))
+        outcomes.decision(
+            kind=plan.kind,
+            served_by=None,
+            reason=Reason.FAILED,
+            started=started,
+            uri=uri,
+            hedged=hedged,
+            detail=str(failed),
+        )
+        raise failed
+
+    def _hedge_delay_s(self, primary: Endpoint) -> float | None:
+        """The primary's usual worst time to a first token, once known, while the hedge
+        budget lasts; None: no hedge."""
+        stats = primary.stats
+        if len(stats.recent_first_token_ms) < HEDGE_MIN_SAMPLES:
+            return None
+        outcomes = self._outcomes
+        allowed = self._max_hedge_ratio() * outcomes.chat_requests + HEDGE_BURST
+        if outcomes.hedged_chat_requests >= allowed:
+            return None
+        p95 = stats.first_token_percentile(0.95)
+        return None if p95 is None else p95 / 1000
+
+    async def _ask(
+        self,
+        plan: SequentialPlan,
+        primary: Endpoint,
+        backup: Endpoint | None,
+        delay_s: float | None,
+        request: ChatRequest,
+        timeout_s: float,
+        on_event: EventSink | None,
+        on_attempt: Callable[[str], None] | None,
+    ) -> list[_Attempt]:
+        """Ask `primary`, and `backup` too if the primary has not started answering after
+        `delay_s`; the first to answer is passed on and the other cancelled."""
+        attempts = [_Attempt(primary, plan.bounded(request, primary))]
+        winner: list[_Attempt] = []
+        tasks: list[asyncio.Task[None]] = []
+
+        def sink(attempt: _Attempt) -> EventSink:
+            def take(event: ChatEvent) -> None:
+                if not winner:
+                    winner.append(attempt)
+                    for other, task in zip(attempts, tasks, strict=True):
+                        if other is not attempt:
+                            task.cancel()
+                if winner[0] is attempt and on_event is not None:
+                    attempt.passed_on = True
+                    on_event(event)
+
+            return take
+
+        def start(attempt: _Attempt) -> None:
+            if on_attempt is not None:
+                on_attempt(attempt.endpoint.name)
+            tasks.append(asyncio.create_task(_collect(plan.call, attempt, sink(attempt))))
+
+        start(attempts[0])
+        try:
+            async with asyncio.timeout(timeout_s):
+                if backup is not None and delay_s is not None:
+                    done, _ = await asyncio.wait(tasks, timeout=delay_s)
+                    if not done and not winner:
+                        attempts.append(_Attempt(backup, plan.bounded(request, backup)))
+                        start(attempts[1])
+                await asyncio.gather(*tasks, return_exceptions=True)
+        except TimeoutError:
+            await _cancel(tasks)
+            for attempt in attempts:
+                if attempt.calls is None and attempt.error is None:
+                    attempt.error = _deadline_error(attempt.endpoint)
+        finally:
+            await _cancel(tasks)
+        return attempts
+
+    def _settle(
+        self,
+        plan: SequentialPlan,
+        attempt: _Attempt,
+        *,
+        won: bool,
+        failures: list[EndpointFailure],
+    ) -> None:
+        endpoint = attempt.endpoint
+        elapsed_ms = (time.monotonic() - attempt.started_at) * 1000
+        if attempt.error is not None:
+            failure = attempt.error.failure
+            failures.append(failure)
+            self._outcomes.failure(
+                endpoint=endpoint,
+                error=attempt.error,
+                endpoints_fault=not plan.requests_fault(endpoint, failure),
+            )
+            return
+        first_ms = (
+            None
+            if attempt.first_event_at is None
+            else max(0.0, (attempt.first_event_at - attempt.started_at) * 1000)
+        )
+        if attempt.calls is None:  # cancelled: it lost a hedge
+            self._outcomes.lost_race(
+                endpoint=endpoint, at_least_ms=elapsed_ms, first_token_ms=first_ms
+            )
+            return
+        self._outcomes.success(
+            endpoint=endpoint,
+            first_token_ms=first_ms,
+            total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
+            tokens=attempt.usage.completion_tokens,
+            won=won,
+        )
+
+    def _answer(
+        self,
+        plan: SequentialPlan,
+        attempt: _Attempt,
+        reason: Reason,
+        started: float,
+        uri: str | None,
+        failures: list[EndpointFailure],
+        hedged: bool,
+    ) -> Answered:
+        usage = attempt.usage
+        detail = "; ".join(str(f) for f in failures) or None
+        decision = self._outcomes.decision(
+            kind=plan.kind,
+            served_by=attempt.endpoint,
+            reason=reason,
+            started=started,
+            prompt_tokens=usage.prompt_tokens,
+            tokens=usage.completion_tokens,
+            uri=uri,
+            hedged=hedged,
+            detail=detail,
+        )
+        return Answered(
+            text="".join(attempt.texts),
+            tool_calls=attempt.calls.calls() if attempt.calls is not None else (),
+            endpoint=attempt.endpoint.name,
+            reason=reason,
+            latency_ms=decision.latency_ms,
+            usage=usage,
+            max_tokens=attempt.request.max_tokens,
+            hedged=hedged,
+            failures=tuple(failures),
+        )
+
+
+async def _collect(call: ChatCall, attempt: _Attempt, sink: EventSink) -> None:
+    """Run one endpoint's answer to its end, noting its events and passing them to `sink`."""
+    calls = ToolCallStream(attempt.endpoint.name)
+    stream = call(attempt.endpoint, attempt.request, attempt.usage)
+    try:
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for event in stream:
+                if attempt.first_event_at is None:
+                    attempt.first_event_at = time.monotonic()
+                if isinstance(event, ToolCallDelta):
+                    calls.feed(event.index, id=event.id, name=event.name, arguments=event.arguments)
+                else:
+                    attempt.texts.append(event)
+                sink(event)
+    except BackendError as error:
+        attempt.error = error
+        return
+    except Exception as exc:
+        attempt.error = unexpected_failure(attempt.endpoint.name, exc)
+        return
+    attempt.calls = calls
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel each task once and wait for it to end. A task is never cancelled twice: a second
+    cancellation would cut short its closing of the upstream connection, which would then
+    stay open, streaming to no one."""
+    for task in tasks:
+        if not task.done() and not task.cancelling():
+            task.cancel()
+    await asyncio.shield(asyncio.gather(*tasks, return_exceptions=True))
+
+
+def _deadline_error(endpoint: Endpoint) -> BackendError:
+    return BackendError(endpoint.name, FailureKind.DEADLINE, "no answer within the deadline")
