@@ -236,7 +236,7 @@ class Responses:
         started = time.monotonic()
         events = upstream.events(payload)
         meter.asking(endpoint.name)
-        tally = _PassThrough(self.router, endpoint, reason, uri, started, meter)
+        tally = _PassThrough(self.router, endpoint, reason, uri, started)
         try:
             first = await cancel_on_disconnect(request, anext(events, None))
             if first is None:
@@ -251,6 +251,7 @@ class Responses:
         headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
         if first.get("type") == "response":
             tally.answered(first["response"])
+            _charge(meter, endpoint.name, first["response"])
             return JSONResponse(first["response"], headers=headers)
 
         async def stream() -> AsyncIterator[bytes]:
@@ -263,6 +264,7 @@ class Responses:
                     yield sse_event(event)
                     if event.get("type") in ("response.completed", "response.incomplete"):
                         tally.answered(event.get("response"))
+                        _charge(meter, endpoint.name, event.get("response"))
                     event = await anext(events, None)
             except BackendError as error:
                 tally.failed(error)
@@ -296,16 +298,9 @@ class _PassThrough:
     attempt is."""
 
     def __init__(
-        self,
-        router: Router,
-        endpoint: Endpoint,
-        reason: Reason,
-        uri: str,
-        started: float,
-        meter: Meter,
+        self, router: Router, endpoint: Endpoint, reason: Reason, uri: str, started: float
     ) -> None:
         self.outcomes = router.outcomes
-        self.meter = meter
         self.endpoint = endpoint
         self.reason = reason
         self.uri = uri
@@ -323,9 +318,6 @@ class _PassThrough:
             return
         self._settled = True
         usage = response.get("usage") if isinstance(response, dict) else None
-        tokens = _count(usage, "output_tokens")
-        prompt = _count(usage, "input_tokens")
-        self.meter.answered(self.endpoint.name, prompt, tokens, reported=bool(prompt and tokens))
         self.outcomes.success(
             endpoint=self.endpoint,
             first_token_ms=self._first_ms,
@@ -358,6 +350,13 @@ class _PassThrough:
             uri=self.uri,
             detail=str(error),
         )
+
+
+def _charge(meter: Meter, endpoint: str, response: Any) -> None:
+    """Tell the meter what a passed-through answer used, as its upstream reported it."""
+    usage = response.get("usage") if isinstance(response, dict) else None
+    prompt, tokens = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    meter.answered(endpoint, prompt, tokens, reported=bool(prompt and tokens))
 
 
 def _count(usage: Any, key: str) -> int:
