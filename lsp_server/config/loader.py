@@ -33,6 +33,7 @@ import platformdirs
 
 from lsp_server.config.model import (
     CHAT_MAX_TOKENS,
+    LOCAL_MODEL_AUTO,
     LOCAL_MODEL_PRESETS,
     Config,
     EndpointConfig,
@@ -42,6 +43,7 @@ from lsp_server.config.model import (
     Price,
     RoutingConfig,
 )
+from lsp_server.config.model_names import RESERVED_ENDPOINT_NAMES
 from lsp_server.config.providers import PRESETS
 
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
@@ -49,8 +51,6 @@ CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
 MAX_CONFIG_BYTES = 1024 * 1024
 APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
-# Names that routing, status and the gateway's model list use for other things.
-RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 # `max_tokens` of an endpoint without the inline role, when the file does not say.
 
@@ -276,7 +276,7 @@ def _build_config(document: Mapping[str, Any]) -> Config:
             "to turn hedging off set routing.max_hedge_ratio = 0",
         )
     local: LocalConfig = sections["local"]
-    if local.model and local.model_path:
+    if local.model not in ("", LOCAL_MODEL_AUTO) and local.model_path:
         raise _Invalid(
             ("local", "model"),
             "set either local.model (a preset) or local.model_path (a .gguf file), not both",
@@ -484,9 +484,9 @@ def _describe(value: Any) -> str:
 
 
 def _local_model_preset(value: str) -> str | None:
-    if not value or value in LOCAL_MODEL_PRESETS:
+    if not value or value == LOCAL_MODEL_AUTO or value in LOCAL_MODEL_PRESETS:
         return None
-    known = ", ".join(f'"{name}"' for name in LOCAL_MODEL_PRESETS)
+    known = ", ".join(f'"{name}"' for name in (LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS))
     return f"unknown local model preset {_describe(value)}; known: {known}"
 
 

@@ -94,6 +94,8 @@ LOCAL_MODEL_PRESETS: tuple[str, ...] = (
     "qwen2.5-coder-0.5b-base",
     "qwen2.5-coder-1.5b-base",
 )
+# The best installed preset this machine serves within `deadline_ms`, measured (the default).
+LOCAL_MODEL_AUTO = "auto"
 
 
 def default_threads() -> int:
@@ -105,7 +107,8 @@ def default_threads() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
-    model: str = ""  # a name from LOCAL_MODEL_PRESETS; empty: the bundled default
+    # "auto", a name from LOCAL_MODEL_PRESETS, or empty for the bundled default; model_path wins
+    model: str = LOCAL_MODEL_AUTO
     model_path: str = ""  # a .gguf of the user's own, instead of a preset
     n_ctx: int = 4096
     n_threads: int = field(default_factory=default_threads)  # 0: all cores

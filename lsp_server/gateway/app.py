@@ -32,8 +32,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
-from lsp_server.config.model import Role
+from lsp_server.config.model_names import SERVER_MODEL
 from lsp_server.core.engine import Engine
+from lsp_server.failures import Refused
 from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
     REASON_HEADER,
@@ -73,12 +74,11 @@ from lsp_server.gateway.plumbing import (
 )
 from lsp_server.gateway.responses import Responses
 from lsp_server.limits.quota import utc_now
+from lsp_server.routing.model_names import listed_models, pinned_endpoint
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import Suggestion
 
-AUTO_MODEL = "gateway-ls"
-AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
 DEFAULT_URI = "gateway:request"
@@ -139,7 +139,7 @@ class _Gateway:
     # -- small routes ---------------------------------------------------------------------
 
     async def models(self, request: Request) -> Response:
-        names = [AUTO_MODEL, *self.router.chats.model_names()]
+        names = listed_models(self.router.config)
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "gateway-ls"}
             for name in names
@@ -172,7 +172,10 @@ class _Gateway:
 
     async def completions(self, request: Request) -> Response:
         body = parse_completion_body(parse_json_object(await read_body(request)))
-        pinned = self._pinned(body.model, "inline")
+        try:
+            pinned = pinned_endpoint(self.router.config, body.model, "inline")
+        except Refused as refused:
+            raise openai_error(refused) from None
         origin = _origin(request)
         completion = _with_path(_completion_request(body), origin.uri)
         meter = await self.admit(
@@ -211,7 +214,7 @@ class _Gateway:
             lambda on_text, on_attempt: self._complete(
                 completion, origin, pinned, on_text=on_text, on_attempt=on_attempt
             ),
-            serving=AUTO_MODEL,
+            serving=SERVER_MODEL,
         )
         if feed.first is None:
             answer = _completion_answer(feed.work.result(), completion)
@@ -268,34 +271,6 @@ class _Gateway:
 
     # -- routing inputs -------------------------------------------------------------------
 
-    def _pinned(self, model: str, role: Role) -> str | None:
-        """The endpoint a `model` names; None (automatic routing) for `auto` and `gateway-ls`.
-
-        Any other name is a mistake worth telling about: a 404 listing the valid names, as
-        OpenAI answers an unknown model.
-        """
-        if not model or model in AUTOMATIC_MODELS:
-            return None
-        endpoint = self.router.pool.get(model)
-        if endpoint is None or endpoint.is_local:
-            names = ", ".join([*AUTOMATIC_MODELS, *(e.name for e in self.router.pool.all())])
-            raise GatewayError(
-                404,
-                f"the model {model!r} does not exist here; use one of: {names}",
-                param="model",
-                code="model_not_found",
-            )
-        roles = endpoint.roles
-        if role not in roles:
-            raise GatewayError(
-                400,
-                f"endpoint {model!r} does not serve completions (its roles: {', '.join(roles)}); "
-                f"use model {AUTO_MODEL!r} to route automatically",
-                param="model",
-                code="model_not_supported",
-            )
-        return endpoint.name
-
 
 def _origin(request: Request) -> Origin:
     """The path header names the file as the file system would see it; the sensitive header
@@ -318,7 +293,7 @@ def _completion_answer(
     usage, counted = _usage_of(suggestion.usage, suggestion.tokens, prompt_tokens)
     return _CompletionAnswer(
         ids=ids or ResponseIds.new("cmpl"),
-        model=suggestion.endpoint or AUTO_MODEL,
+        model=suggestion.endpoint or SERVER_MODEL,
         text=suggestion.text,
         finish_reason="length" if suggestion.cut_short else "stop",
         usage=usage,

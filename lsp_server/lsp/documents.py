@@ -10,6 +10,7 @@ means the end of that line.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -93,6 +94,16 @@ def offset_at(document: TextDocument, position: types.Position) -> int:
         if units > position.character:
             return start + index
     return start + len(content)
+
+
+def position_at(document: TextDocument, offset: int) -> types.Position:
+    """The LSP position (in the negotiated encoding) of a str offset into the document."""
+    source = document.source
+    offset = max(0, min(offset, len(source)))
+    starts = list(accumulate(map(len, document.lines), initial=0))
+    line = bisect_right(starts, offset) - 1
+    start = starts[line]
+    return types.Position(line=line, character=client_units(document, source[start:offset]))
 
 
 def client_units(document: TextDocument, text: str) -> int:

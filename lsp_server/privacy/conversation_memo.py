@@ -25,14 +25,16 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from lsp_server.privacy.block_secrets import BLOCK_REACH
 from lsp_server.privacy.secret_memo import MULTI_LINE_MARKER
 from lsp_server.privacy.secret_rules import first_secret, first_secret_ending_after
 
-# A rule reads at most `_REACH` lines either way of where a secret begins (see `secret_memo`):
-# findings on the last `_REACH` lines of the old text and the new one's first line are counted,
-# read with `_REACH` lines more before them.
+# A rule reads at most `_REACH` lines either way of where a secret begins, and a block's name
+# up to `BLOCK_REACH` lines above its value (see `secret_memo`): findings on the last `_REACH`
+# lines of the old text and the new one's first line are counted, read with that many lines
+# more before them.
 _REACH = 2
-_LINES_BEFORE = 2 * _REACH
+_LINES_BEFORE = _REACH + max(_REACH, BLOCK_REACH)
 # On long lines: twice the longest single-line secret the rules know (the guard's margin).
 _CHARS_BEFORE = 8192
 _DIGEST_BYTES = 16

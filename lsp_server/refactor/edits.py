@@ -1,9 +1,10 @@
-"""From a model's answer to the smallest LSP text edits that apply it to the document.
+"""From a model's answer to the smallest text edits that apply it to the document.
 
 The answer is prose around a fenced block, or code alone; the code is taken out, indented to
 where the selection sits, spliced into the document, checked (Python must still parse), and
 diffed against the old document so that the editor receives minimal edits, never a whole-file
-replacement. Positions are in UTF-16 code units, as the protocol counts them.
+replacement. Edits are in str offsets of the document; a front door turns them into its own
+positions (the LSP server in the position encoding it negotiated).
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ import ast
 import difflib
 import re
 import textwrap
-from bisect import bisect_right
 from dataclasses import dataclass
-
-from lsprotocol.types import Position, Range, TextEdit
 
 from lsp_server.refactor.prompt import SELECTION_END, SELECTION_START
 
@@ -222,66 +220,19 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
-def utf16_length(text: str) -> int:
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+@dataclass(frozen=True, slots=True)
+class OffsetEdit:
+    """Replace `document[start:end]` with `text`; offsets into the document as it was."""
+
+    start: int
+    end: int
+    text: str
 
 
-class LineIndex:
-    """Converts between str offsets and LSP positions (UTF-16 code units) of one text."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.line_starts = [0]
-        for line in split_lines(text):
-            self.line_starts.append(self.line_starts[-1] + len(line))
-        if not text or text.endswith(("\n", "\r")):
-            return
-        self.line_starts.pop()  # the last line has no ending: no line starts after it
-
-    def position(self, offset: int) -> Position:
-        if not 0 <= offset <= len(self.text):
-            raise ValueError(f"offset {offset} is outside the text")
-        line = bisect_right(self.line_starts, offset) - 1
-        start = self.line_starts[line]
-        return Position(line=line, character=utf16_length(self.text[start:offset]))
-
-    def offset(self, position: Position) -> int:
-        """The offset of `position`; past the end of a line means its end, as LSP says."""
-        if position.line >= len(self.line_starts):
-            return len(self.text)
-        start = self.line_starts[position.line]
-        end = self._content_end(position.line)
-        units = 0
-        for offset in range(start, end):
-            if units >= position.character:
-                return offset
-            units += 2 if ord(self.text[offset]) > 0xFFFF else 1
-        return end
-
-    def _content_end(self, line: int) -> int:
-        end = self.line_starts[line + 1] if line + 1 < len(self.line_starts) else len(self.text)
-        while end > self.line_starts[line] and self.text[end - 1] in "\r\n":
-            end -= 1
-        return end
-
-
-def offset_to_position(text: str, offset: int) -> Position:
-    """The LSP position of `text[offset]`, counting characters beyond the BMP as two units."""
-    return LineIndex(text).position(offset)
-
-
-def position_to_offset(text: str, position: Position) -> int:
-    return LineIndex(text).offset(position)
-
-
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """`text` with LSP `edits` applied, all ranges read against the original text."""
-    index = LineIndex(text)
+def apply_edits(text: str, edits: list[OffsetEdit]) -> str:
+    """`text` with `edits` applied, all of them read against the original text."""
     spans = sorted(
-        (
-            (index.offset(edit.range.start), index.offset(edit.range.end), order, edit.new_text)
-            for order, edit in enumerate(edits)
-        ),
+        ((edit.start, edit.end, order, edit.text) for order, edit in enumerate(edits)),
         key=lambda span: (span[0], span[2]),
     )
     pieces: list[str] = []
@@ -295,7 +246,7 @@ def apply_edits(text: str, edits: list[TextEdit]) -> str:
     return "".join(pieces)
 
 
-def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
+def minimal_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
     """Sorted, non-overlapping edits turning `old_text` into `new_text`: a line diff whose
     changed blocks are narrowed to the characters that differ."""
     old_lines, new_lines = split_lines(old_text), split_lines(new_text)
@@ -305,8 +256,7 @@ def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
     new_middle = new_lines[head : len(new_lines) - tail]
     old_starts = _offsets(old_lines)
     new_starts = _offsets(new_lines)
-    index = LineIndex(old_text)
-    edits: list[TextEdit] = []
+    edits: list[OffsetEdit] = []
     matcher = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False)
     for tag, old_first, old_last, new_first, new_last in matcher.get_opcodes():
         if tag == "equal":
@@ -322,12 +272,7 @@ def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
         if span is None:
             continue
         old_start, old_end, new_start, new_end = span
-        edits.append(
-            TextEdit(
-                range=Range(start=index.position(old_start), end=index.position(old_end)),
-                new_text=new_text[new_start:new_end],
-            )
-        )
+        edits.append(OffsetEdit(old_start, old_end, new_text[new_start:new_end]))
     return edits
 
 
@@ -373,6 +318,8 @@ def _narrow(
 
 
 def _splits_crlf(text: str, offset: int) -> bool:
+    """Whether `offset` falls between the two characters of a \\r\\n, which no LSP position
+    can name."""
     return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"
 
 
@@ -381,7 +328,7 @@ def _splits_crlf(text: str, offset: int) -> bool:
 
 def plan_refactor_edit(
     document_text: str, selection_start: int, selection_end: int, answer: str, language: str
-) -> list[TextEdit]:
+) -> list[OffsetEdit]:
     """The minimal edits that replace the selection with the code of the model's `answer`.
 
     A Python document that did not parse before (the user is mid-edit) is not held against

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from lsp_server.backends.base import Backend
 from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
+from lsp_server.config.model_names import LOCAL
 from lsp_server.routing.circuit_breaker import CircuitBreaker
 from lsp_server.routing.latency_stats import EndpointStats
 from lsp_server.routing.stats_snapshot import StatsSnapshot, endpoint_key
@@ -26,7 +27,6 @@ RESTORE_HALF_LIFE_S = 86_400.0
 
 log = logging.getLogger(__name__)
 
-LOCAL_NAME = "local"
 
 RemoteFactory = Callable[[EndpointConfig], Backend]
 LocalFactory = Callable[[LocalConfig], LocalModel]
@@ -105,7 +105,7 @@ class EndpointPool:
             self.local = self.local_model = None
         else:
             self.local_model = self._local_factory(local)
-            self.local = Endpoint(LOCAL_NAME, self.local_model, None)
+            self.local = Endpoint(LOCAL, self.local_model, None)
             if previous is not None:
                 self.local.stats = previous.stats
         if previous is not None:
@@ -135,7 +135,7 @@ class EndpointPool:
         return endpoints
 
     def get(self, name: str) -> Endpoint | None:
-        if name == LOCAL_NAME:
+        if name == LOCAL:
             return self.local
         return self.remotes.get(name)
 

@@ -42,7 +42,13 @@ from lsp_server.routing.decision_log import DecisionKind, DecisionLog
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
-from lsp_server.routing.inline_race import Attempt, InlineRace, RaceOutcome
+from lsp_server.routing.inline_race import (
+    Attempt,
+    InlineRace,
+    RaceOutcome,
+    RaceRequest,
+    completion_race,
+)
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
 from lsp_server.routing.outcomes import Outcomes
@@ -109,7 +115,7 @@ class Router:
         self.shared: SharedState | None = None
         self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
         self._chooser = InlineChooser(rng)
-        self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
+        self._answer_tokens_by_role: dict[Role, Ewma] = {}  # what winners of a role wrote
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
         # Gateway chat and Responses traffic by task class: `chats.plan(...)`.
@@ -188,7 +194,28 @@ class Router:
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
     ) -> Routed:
-        """Route one keystroke-level request.
+        """Route one keystroke-level request (see `race`)."""
+        return await self.race(
+            completion_race(request),
+            uri=uri,
+            local_only=local_only,
+            pinned=pinned,
+            on_text=on_text,
+            on_attempt=on_attempt,
+        )
+
+    async def race(
+        self,
+        request: RaceRequest,
+        *,
+        uri: str | None = None,
+        local_only: Reason | None = None,
+        pinned: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
+    ) -> Routed:
+        """Race the endpoints of `request.role`, ranked by live latency, under the keystroke
+        deadline.
 
         `local_only` names why it must stay on this machine; `pinned` names the one endpoint a
         caller asked for by name (privacy still wins over it). With `on_text` the text streams
@@ -196,15 +223,17 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.outcomes.request_started(kind=DecisionKind.INLINE)
+        kind = request.kind
+        self.outcomes.request_started(kind=kind)
         self._connect_endpoints()
-        choice = self._inline_choice(local_only, request, pinned)
+        choice = self._race_choice(request, local_only, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
-            return self._record_empty(DecisionKind.INLINE, reason, started, uri)
+            return self._record_empty(kind, reason, started, uri)
         race = InlineRace(
-            request,
+            request.call,
             candidates,
+            enough=request.enough,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=self._inline_deadline_ms(candidates) / 1000,
             may_hedge=self.budget.hedge_left(self.config.routing.max_hedge_ratio),
@@ -215,15 +244,21 @@ class Router:
         )
         outcome = await race.run()
         explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.outcomes.request_ended(
-            kind=DecisionKind.INLINE, hedged=outcome.hedged, explored=explored
-        )
+        self.outcomes.request_ended(kind=kind, hedged=outcome.hedged, explored=explored)
         rider_reason = choice.rider_reason if parallel > 1 else None
-        routed = self._settle_inline(
+        routed = self._settle_race(
             outcome, candidates, (reason, rider_reason), request, started, uri
         )
         self._save_now_and_then()
         return routed
+
+    def _answer_tokens(self, role: Role) -> Ewma:
+        """How many tokens an answer of `role` needs, as its winners have told."""
+        known = self._answer_tokens_by_role.get(role)
+        if known is None:
+            known = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
+            self._answer_tokens_by_role[role] = known
+        return known
 
     def _inline_deadline_ms(self, candidates: list[Endpoint]) -> int:
         """The keystroke deadline, or the local budget when only the local model can answer
@@ -233,10 +268,10 @@ class Router:
             return max(keystroke, self.config.local.deadline_ms)
         return keystroke
 
-    def _inline_choice(
-        self, local_only: Reason | None, request: CompletionRequest, pinned: str | None
+    def _race_choice(
+        self, request: RaceRequest, local_only: Reason | None, pinned: str | None
     ) -> Choice:
-        answerers = self.answerers("inline", local_only)
+        answerers = self.answerers(request.role, local_only)
         local, model = self.pool.local, self.pool.local_model
         if answerers.stay_local is not None:
             # The local model is the only answer: one still loading is waited for, within
@@ -272,7 +307,8 @@ class Router:
             prior = deadline * (1 + order[endpoint.name] * 0.05)
             return prior * 2 if endpoint.is_local else prior
 
-        tokens = min(self._suggestion_tokens.value or 1.0, float(request.max_tokens))
+        answer_tokens = self._answer_tokens(request.role).value or 1.0
+        tokens = min(answer_tokens, float(request.max_tokens))
         return self._chooser.choose(
             healthy,
             tripped,
@@ -295,12 +331,12 @@ class Router:
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
-    def _settle_inline(
+    def _settle_race(
         self,
         outcome: RaceOutcome,
         candidates: list[Endpoint],
         reasons: tuple[Reason, Reason | None],
-        request: CompletionRequest,
+        request: RaceRequest,
         started: float,
         uri: str | None,
     ) -> Routed:
@@ -328,7 +364,7 @@ class Router:
             else:
                 reason = Reason.HEDGE_WIN
         if winner is not None:
-            self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
+            self._answer_tokens(request.role).add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None
         tokens = winner.usage.completion_tokens if winner else 0
         failures = _failures(outcome.attempts)
@@ -336,9 +372,7 @@ class Router:
             reason = Reason.DEADLINE
         prompt_tokens = 0
         if winner is not None:
-            prompt_tokens = winner.usage.prompt_tokens or (
-                (len(request.prefix) + len(request.suffix)) // 4
-            )
+            prompt_tokens = winner.usage.prompt_tokens or request.prompt_chars // 4
         routed = Routed(
             outcome.text,
             served_by.name if served_by else None,
@@ -350,7 +384,7 @@ class Router:
             failures=failures,
         )
         self.outcomes.decision(
-            kind=DecisionKind.INLINE,
+            kind=request.kind,
             served_by=served_by,
             reason=reason,
             started=started,
@@ -506,6 +540,7 @@ class Router:
                 "model": str(model.model_path or "") if model is not None else "",
                 "error": model.load_error if model is not None else None,
                 "fim": model.fim_supported if model is not None else None,
+                **(model.details() if model is not None else {}),
             },
             "config": config_to_dict(self.config),
             "inline_requests": self.budget.inline_requests,

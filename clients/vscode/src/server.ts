@@ -14,6 +14,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
+import { CURSOR_NOTIFICATION, type CursorReport } from "./cursorReports";
 import { currentHost, discoverServer } from "./discovery";
 import {
   didChangeConfigurationParams,
@@ -100,6 +101,22 @@ export class GatewayServer implements vscode.Disposable {
 
   get converter(): Code2ProtocolConverter {
     return this.runningClient().code2ProtocolConverter;
+  }
+
+  /** Reports where the cursor rests in `editor` (see cursorReports.ts); nothing if stopped. */
+  notifyCursor(editor: vscode.TextEditor): void {
+    const client = this.client;
+    if (!client || !this.running || !["file", "untitled"].includes(editor.document.uri.scheme)) {
+      return;
+    }
+    const converter = client.code2ProtocolConverter;
+    const report: CursorReport = {
+      textDocument: { uri: converter.asUri(editor.document.uri) },
+      position: converter.asPosition(editor.selection.active),
+    };
+    void client.sendNotification(CURSOR_NOTIFICATION, report).catch((error: unknown) => {
+      this.output.warn(`Reporting the cursor: ${String(error)}`);
+    });
   }
 
   /** Sends the current settings; the server replaces the editor's previous overlay with them. */
