@@ -452,8 +452,8 @@ def tool_call_delta(piece: ToolCallDelta) -> dict[str, Any]:
 
 
 def sse_event(payload: dict[str, Any] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    return f"data: {data}\n\n".encode()
+    data = payload.encode() if isinstance(payload, str) else json_codec.dumps(payload)
+    return b"data: %s\n\n" % data
 
 
 SSE_DONE = sse_event("[DONE]")
