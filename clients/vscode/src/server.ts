@@ -17,6 +17,8 @@ import {
 import { CURSOR_NOTIFICATION, type CursorReport } from "./cursorReports";
 import { currentHost, discoverServer } from "./discovery";
 import {
+  asksForCompletionItems,
+  COMPLETION_ITEMS_KEY,
   didChangeConfigurationParams,
   initializationOptions,
   launchSettings,
@@ -168,6 +170,14 @@ export class GatewayServer implements vscode.Disposable {
           const result = await next(document, position, context, token);
           this.onInlineCompletion();
           return result;
+        },
+        // VS Code would show each suggestion twice, as ghost text and in the suggest widget.
+        provideCompletionItem: (document, position, context, token, next) => {
+          const setting = vscode.workspace.getConfiguration(SECTION).get(COMPLETION_ITEMS_KEY);
+          const inline = vscode.workspace
+            .getConfiguration("editor", document)
+            .get("inlineSuggest.enabled");
+          return asksForCompletionItems(setting, inline) ? next(document, position, context, token) : undefined;
         },
       },
     };
