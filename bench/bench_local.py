@@ -1,6 +1,7 @@
 """Benchmark of the in-process llama.cpp backend; prints a table.
 
     python bench/bench_local.py [--threads N] [--tokens N] [--sweep-threads]
+    python bench/bench_local.py --levers qwen2.5-coder-1.5b [--threads N]
 
 - decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
   same prompt, same settings, same run (target: at least 95 %);
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -125,6 +127,98 @@ async def sweep_threads(path: Path) -> None:
         print(f"{count:>9}  {cold_s * 1000:>8.0f} ms  {warm_s * 1000:>11.0f} ms{mark}")
 
 
+# --levers: what llama.cpp is asked to do differently, as llama_cpp.Llama arguments.
+LEVERS: dict[str, dict[str, object]] = {
+    "baseline": {},
+    "flash_attn": {"flash_attn": True},
+    "n_batch=n_ubatch=128": {"n_batch": 128, "n_ubatch": 128},
+    "prompt lookup, 2 tokens": {"draft": 2},
+}
+LEVER_KEYSTROKES = 6  # warm keystrokes per lever and load, typed one character at a time
+
+
+def _with_lever(lever: dict[str, object]) -> contextlib.AbstractContextManager[None]:
+    """Open models with `lever`'s extra `Llama` arguments (the bench's only way in)."""
+    import llama_cpp
+
+    original = llama_cpp.Llama.__init__
+    options = dict(lever)
+    draft = options.pop("draft", None)
+
+    def patched(self: object, *args: object, **kwargs: object) -> None:
+        if draft:
+            from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+            kwargs["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=int(draft))  # type: ignore[call-overload]
+        original(self, *args, **{**kwargs, **options})  # type: ignore[arg-type]
+
+    @contextlib.contextmanager
+    def applied() -> Iterator[None]:
+        llama_cpp.Llama.__init__ = patched  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            llama_cpp.Llama.__init__ = original  # type: ignore[method-assign]
+
+    return applied()
+
+
+async def keystroke_s(backend: LocalBackend, prefix: str, suffix: str) -> float:
+    """A whole suggestion, as an editor's keystroke asks for it."""
+    request = CompletionRequest(prefix=prefix, suffix=suffix, max_tokens=32, stop=("\n\n\n",))
+    start = time.perf_counter()
+    async for _ in backend.complete(request):
+        pass
+    return time.perf_counter() - start
+
+
+async def levers(preset_name: str, threads: int) -> None:
+    """Cold prompt and warm keystrokes per lever, idle and with one core busy, interleaved."""
+    from lsp_server.backends.bundled_model import ensure_preset_model
+    from lsp_server.backends.model_presets import PRESETS
+    from tests.support.busy_machine import one_core_busy
+
+    path = ensure_preset_model(PRESETS[preset_name])
+    backends: dict[str, LocalBackend] = {}
+    for name, lever in LEVERS.items():
+        with _with_lever(lever):
+            backend = LocalBackend(LocalConfig(model_path=str(path), n_threads=threads))
+            await backend.ensure_loaded()
+        backends[name] = backend
+    lines = DOCUMENT.splitlines(keepends=True)
+    cut = sum(len(line) for line in lines[: len(lines) // 2])
+    while DOCUMENT[cut] in " \n":
+        cut += 1
+    line_end = DOCUMENT.index("\n", cut)
+    typed = DOCUMENT[cut:line_end]
+    prefix, suffix = DOCUMENT[:cut], DOCUMENT[line_end : line_end + 1500]
+    cold: dict[str, float] = {}
+    warm: dict[tuple[str, bool], list[float]] = {}
+    for name, backend in backends.items():
+        cold[name] = await keystroke_s(backend, prefix, suffix)
+    for count in range(1, LEVER_KEYSTROKES + 1):
+        for busy in (False, True):
+            with one_core_busy() if busy else contextlib.nullcontext():
+                for name, backend in backends.items():
+                    seconds = await keystroke_s(backend, prefix + typed[:count], suffix)
+                    warm.setdefault((name, busy), []).append(seconds)
+    for backend in backends.values():
+        await backend.aclose()
+    import llama_cpp
+
+    print(llama_cpp.llama_print_system_info().decode().strip())
+    print(
+        f"{preset_name}, {threads} thread(s); a whole suggestion; warm: {LEVER_KEYSTROKES} "
+        "keystrokes typed one character at a time, idle and one core busy interleaved"
+    )
+    print(f"{'lever':<24} {'cold s':>7} {'warm p50 idle':>13} {'warm p50 busy':>13}  ratio")
+    base = statistics.median(warm[("baseline", False)])
+    for name in backends:
+        idle = statistics.median(warm[(name, False)])
+        busy_s = statistics.median(warm[(name, True)])
+        print(f"{name:<24} {cold[name]:>7.1f} {idle:>13.2f} {busy_s:>13.2f}  {idle / base:.2f}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=LocalConfig().n_threads, help="0: all cores")
@@ -134,7 +228,15 @@ async def main() -> None:
         action="store_true",
         help="compare thread counts with one core busy (how the default was chosen)",
     )
+    parser.add_argument(
+        "--levers",
+        metavar="PRESET",
+        help="compare llama.cpp settings on PRESET's warm keystroke, idle and one core busy",
+    )
     args = parser.parse_args()
+    if args.levers:
+        await levers(args.levers, args.threads)
+        return
     if args.sweep_threads:
         await sweep_threads(ensure_bundled_model())
         return

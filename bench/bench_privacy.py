@@ -1,19 +1,25 @@
 """Secret scanning: what privacy costs per request, what it catches and how often it cries wolf.
 
-Four tables, each with detect-secrets as the peer on the same input when it can be installed
-(into a throwaway virtualenv this bench creates; "not installed" otherwise):
+Six tables, with detect-secrets as the peer on the same input when it can be installed (into a
+throwaway virtualenv this bench creates; "not installed" otherwise):
 
 - speed: 16 KB of ordinary Python scanned whole, and as a keystroke sees it through `SecretMemo`;
+  16 KB of a notebook's JSON (escaped quotes, read again unescaped); what the third round's rules
+  (block names, colon-separated files, API-key headers) cost alone on each;
 - false alarms: the share of files with any finding, on two corpora written by nobody here:
   Python's own standard library sources (`sysconfig.get_paths()["stdlib"]`) and a large
   third-party package pinned by version (`FALSE_ALARM_PACKAGE`, installed into the same
   throwaway virtualenv);
+- false alarms in other languages: JavaScript, TypeScript, JSON, YAML, Markdown, shell and Go
+  files from installed packages (`tests/privacy/other_languages.py`; the VS Code client's npm
+  packages need `cd clients/vscode && npm ci` first);
 - outside recall: cases from gitleaks' rule set (`bench/outside_recall.py`), in the sample
   lines gitleaks tests its rules with and alone;
 - recall: the share of the labelled credential corpus (`tests/privacy/credential_corpus.py`,
   every shape the rules know, in the files they are kept in) that is caught: the samples with a
   secret in their text, and all samples (some are credential files known by name only), which
-  gateway-ls judges by its whole verdict (content, or the file's name).
+  gateway-ls judges by its whole verdict (content, or the file's name);
+- recall on the third round's classes, class by class.
 
 Usage: python bench/bench_privacy.py [--stride N]   (every Nth file of each false-alarm corpus)
 """
@@ -38,8 +44,12 @@ from typing import Any
 from bench.outside_recall import Case, load_cases
 from lsp_server.cli.table import render_table
 from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS
+from lsp_server.privacy.block_secrets import BLOCK_NAMED_RULES
+from lsp_server.privacy.colon_credentials import ColonFileRule
+from lsp_server.privacy.named_secrets import HEADER_RULES
 from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, find_secrets, first_secret
-from tests.privacy.credential_corpus import load_corpus
+from tests.privacy.credential_corpus import load_corpus, round_three
+from tests.privacy.other_languages import other_language_files
 
 SIZE = 16 * 1024
 RUNS = 200
@@ -107,6 +117,23 @@ _SHAPE_FILES = {
 def ordinary_python(size: int = SIZE) -> str:
     source = "".join(inspect.getsource(module) for module in (textwrap, json.decoder))
     return (source * (size // len(source) + 1))[:size]
+
+
+def notebook_json(size: int = SIZE) -> str:
+    """A notebook's JSON whose cells hold ordinary Python: every quote in the code escaped."""
+    lines = ordinary_python(size).splitlines(keepends=True)
+    cells = [{"cell_type": "code", "source": lines[i : i + 20]} for i in range(0, len(lines), 20)]
+    return json.dumps({"cells": cells}, indent=1)[:size]
+
+
+ROUND_THREE_RULES = (*BLOCK_NAMED_RULES, ColonFileRule(), *HEADER_RULES)
+
+
+def round_three_rules(text: str) -> None:
+    lowered = text.lower()
+    for rule in ROUND_THREE_RULES:
+        for _ in rule.findings(text, lowered):
+            pass
 
 
 def python_sources(root: Path, stride: int) -> list[Path]:
@@ -201,8 +228,11 @@ def main() -> None:
         typed = "x" * (index % 8)  # the cursor's line changes; the rest does not
         memo.first_secret_kind(window[:cursor] + typed, window[cursor:])
 
+    notebook = notebook_json()
     samples = load_corpus()
+    classes = round_three(samples)
     cases, rules_without_cases = load_cases()
+    other = {name: paths[:: args.stride] for name, paths in other_language_files().items()}
     with tempfile.TemporaryDirectory(prefix="bench-privacy-") as scratch:
         env = ThrowawayEnv(Path(scratch))
         distribution, version, import_name = FALSE_ALARM_PACKAGE
@@ -213,14 +243,16 @@ def main() -> None:
         started = time.perf_counter()
         ours_files = {name: flagged_files(paths) for name, paths in files.items()}
         ours_s = time.perf_counter() - started
+        ours_other = {name: flagged_files(paths) for name, paths in other.items()}
         peer = None
         if env.install(PEER):
-            every_file = [path for paths in files.values() for path in paths]
+            every_file = [path for paths in (*files.values(), *other.values()) for path in paths]
             peer_inputs = [(s.file_name, s.text) for s in samples]
             peer_inputs += [(case_file(case), case.text) for case in cases]
             peer = env.run_peer(every_file, peer_inputs, window)
 
     peer_files: dict[str, list[bool]] = {}
+    peer_other: dict[str, list[bool]] = {}
     peer_corpus: list[bool] = []
     peer_cases: list[bool] = []
     if peer is not None:
@@ -228,12 +260,24 @@ def main() -> None:
         for name, paths in files.items():
             peer_files[name] = peer["files"][offset : offset + len(paths)]
             offset += len(paths)
+        for name, paths in other.items():
+            peer_other[name] = peer["files"][offset : offset + len(paths)]
+            offset += len(paths)
         peer_corpus, peer_cases = peer["samples"][: len(samples)], peer["samples"][len(samples) :]
 
     speed: list[tuple[str, object]] = [
         ("whole window, gateway-ls rules", f"{median_us(lambda _: first_secret(window)):.0f}"),
         ("keystroke, gateway-ls rules with SecretMemo", f"{median_us(keystroke):.0f}"),
         ("whole window, detect-secrets", f"{peer['window_us']:.0f}" if peer else MISSING),
+        (
+            "whole window, third-round rules alone",
+            f"{median_us(lambda _: round_three_rules(window)):.0f}",
+        ),
+        ("notebook JSON, gateway-ls rules", f"{median_us(lambda _: first_secret(notebook)):.0f}"),
+        (
+            "notebook JSON, third-round rules alone",
+            f"{median_us(lambda _: round_three_rules(notebook)):.0f}",
+        ),
     ]
     print(f"\nsecret scan of {SIZE // 1024} KB of ordinary Python, median of runs (µs)\n")
     print(render_table(["scan", "µs"], speed))
@@ -286,6 +330,33 @@ def main() -> None:
     ]
     print("\nrecall: labelled credential corpus caught\n")
     print(render_table(["scanner", "secrets in content", "all samples"], recall))
+
+    other_rows: list[list[object]] = []
+    for name, paths in other.items():
+        reached = [not flagged for flagged in ours_other[name]]
+        peer_reached = [not flagged for flagged in peer_other.get(name, [])]
+        other_rows.append(
+            [
+                name,
+                percent(sum(reached), len(paths)),
+                percent(sum(peer_reached), len(paths)) if peer else MISSING,
+            ]
+        )
+    print("\nother languages: files with no finding (they reach the remote)\n")
+    print(render_table(["language", "gateway-ls", "detect-secrets"], other_rows))
+
+    class_rows: list[list[object]] = []
+    for name, members in classes.items():
+        indexes = [samples.index(member) for member in members]
+        class_rows.append(
+            [
+                name,
+                caught(ours_content, indexes),
+                caught(peer_corpus, indexes) if peer else MISSING,
+            ]
+        )
+    print("\nrecall: the third round's classes\n")
+    print(render_table(["class", "gateway-ls", "detect-secrets"], class_rows))
 
 
 if __name__ == "__main__":

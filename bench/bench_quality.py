@@ -2,6 +2,7 @@
 
     python bench/bench_quality.py [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
                                   [--full] [--seed 0] [--threads 1] [--no-busy]
+    python bench/bench_quality.py --first 3 [--models auto] [--clients ours,stock]
 
 The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
 subset of lines that use a name imported from another module of their package, all from the
@@ -25,6 +26,12 @@ interval of the difference.
 The answer is given time (`--answer-deadline-ms`, default 60 s) so that quality is the model's
 own; latency is what decides whether it fits the keystroke budget. By default one core is kept
 busy (a build beside the editor), as a two-core laptop would have it.
+
+`--first S` measures the first keystroke instead, at the shipped settings (the shipped
+`local.deadline_ms`, threads and model unless `--threads` or `--models` name others): each
+document is opened, read for S seconds, and asked once. "ours" clients report the cursor
+(`gatewayLs/didMoveCursor`, as the VS Code extension does), "stock" ones (plain Neovim, eglot)
+do not; the clients alternate task by task within one server, so the load is shared alike.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ from quality_set import Task, draw_tasks, masked_text, stdlib_root
 
 from lsp_server.backends.model_presets import DEFAULT_PRESET
 from lsp_server.config.model import LocalConfig, RoutingConfig
+from lsp_server.lsp.cursor_report import NOTIFY_CURSOR
 from tests.support.busy_machine import one_core_busy
 
 DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
@@ -70,10 +78,12 @@ CONTEXT_KNOWN = "context" in {f.name for f in fields(RoutingConfig)}
 class Condition:
     model: str
     context: bool
+    client: str = ""  # --first: "ours" (reports the cursor) or "stock"
 
     @property
     def label(self) -> str:
-        return f"{self.model} ctx-{'on' if self.context else 'off'}"
+        client = f" {self.client}" if self.client else ""
+        return f"{self.model} ctx-{'on' if self.context else 'off'}{client}"
 
 
 @dataclass(slots=True)
@@ -142,10 +152,13 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
     routing = '[routing]\noffline = "always"\n'
     if CONTEXT_KNOWN:
         routing += f"context = {'true' if condition.context else 'false'}\n"
-    local = (
-        f'[local]\nmodel = "{condition.model}"\nn_threads = {args.threads}\n'
-        f"deadline_ms = {args.answer_deadline_ms}\n"
-    )
+    local = f'[local]\nmodel = "{condition.model}"\n'
+    if args.threads is not None:
+        local += f"n_threads = {args.threads}\n"
+    elif args.first is None:
+        local += "n_threads = 1\n"
+    if args.first is None:
+        local += f"deadline_ms = {args.answer_deadline_ms}\n"
     if args.window_tokens is not None:
         local += f"window_tokens = {args.window_tokens}\n"
     return routing + local
@@ -158,8 +171,10 @@ async def run_condition(
     workdir: Path,
     outcomes: list[Outcome],
     after_each: Callable[[], None],
+    outcomes_by_client: dict[str, list[Outcome]] | None = None,
 ) -> None:
-    """Ask every task under `condition`, appending to `outcomes` as answers come."""
+    """Ask every task under `condition`, appending to `outcomes` as answers come (with
+    `--first`, to `outcomes_by_client`)."""
     root = stdlib_root()
     home = workdir / condition.label.replace(" ", "_")
     workspace = home / "ws"
@@ -196,6 +211,17 @@ async def run_condition(
         await _wait_until_loaded(client, workspace)
         for index, task in enumerate(tasks):
             folder = workspace / f"t{index}"
+            if args.first is not None:
+                assert outcomes_by_client is not None
+                for variant in outcomes_by_client:
+                    ours = Condition(condition.model, condition.context, variant)
+                    outcome = await _ask_first(
+                        client, task, root, folder / variant, ours, args.first
+                    )
+                    outcomes_by_client[variant].append(outcome)
+                    await _evict(client, workspace)
+                after_each()
+                continue
             outcome = await _ask(client, task, root, folder, condition, args.window_chars)
             outcomes.append(outcome)
             after_each()
@@ -284,6 +310,69 @@ async def _ask(
             )
         )
     return Outcome(task, answer, cold_ms, warm_ms, warm_answer)
+
+
+async def _ask_first(
+    client: LanguageClient,
+    task: Task,
+    root: Path,
+    folder: Path,
+    condition: Condition,
+    read_s: float,
+) -> Outcome:
+    """Open the document (its imports as tabs first, context on only), report the cursor if
+    the client is ours, read for `read_s`, ask once."""
+    source = (root / task.relpath).read_text(encoding="utf-8", errors="replace")
+    text, cursor_line = masked_text(source, task, 0)
+    target_path = folder / task.relpath
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+    target_path.write_text(text, encoding="utf-8")
+    opened = []
+    if condition.context:
+        for tab in task.tabs:
+            tab_path = folder / tab
+            tab_path.parent.mkdir(parents=True, exist_ok=True)
+            tab_text = (root / tab).read_text(encoding="utf-8", errors="replace")
+            tab_path.write_text(tab_text, encoding="utf-8")
+            _open(client, tab_path, tab_text)
+            opened.append(tab_path)
+    _open(client, target_path, text)
+    opened.append(target_path)
+    position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
+    if condition.client == "ours":
+        client.protocol.notify(
+            NOTIFY_CURSOR,
+            {
+                "textDocument": {"uri": target_path.as_uri()},
+                "position": {"line": position.line, "character": position.character},
+            },
+        )
+    await asyncio.sleep(read_s)
+    start = time.perf_counter()
+    answer = await _inline(client, target_path, position)
+    first_ms = (time.perf_counter() - start) * 1000
+    for path in opened:
+        client.text_document_did_close(
+            types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+            )
+        )
+    return Outcome(task, answer, first_ms, 0.0, "")
+
+
+async def _evict(client: LanguageClient, workspace: Path) -> None:
+    """A short unrelated request: the next document finds nothing of this one in the KV cache
+    (and a read-ahead still under way stops)."""
+    path = workspace / "evict.py"
+    text = "import os\n\nprint(os.getcwd())\n"
+    path.write_text(text)
+    _open(client, path, text)
+    await _inline(client, path, types.Position(line=2, character=0))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=path.as_uri())
+        )
+    )
 
 
 async def _gathered(client: LanguageClient, timeout_s: float = 30.0) -> None:
@@ -401,6 +490,25 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
             )
 
 
+def print_first(results: dict[Condition, list[Outcome]]) -> None:
+    """The first keystroke per condition: exact, empty, and how long it took."""
+    header = (
+        f"{'condition':<36} {'n':>4} {'exact %':>8} {'edit sim':>8} {'empty %':>8} "
+        f"{'first p50':>9} {'first p90':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for condition, outcomes in results.items():
+        first = [o.cold_ms for o in outcomes]
+        print(
+            f"{condition.label:<36} {len(outcomes):>4} "
+            f"{_rate([o.exact for o in outcomes]):>8.1f} "
+            f"{_rate([o.similarity for o in outcomes]):>8.1f} "
+            f"{_rate([o.empty for o in outcomes]):>8.1f} "
+            f"{_percentile(first, 0.5):>9.0f} {_percentile(first, 0.9):>9.0f}"
+        )
+
+
 def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> None:
     conditions = list(results)
     # Context on is compared against off, whichever ran first.
@@ -455,7 +563,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--full", action="store_true", help="the larger set, for decisions")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="local.n_threads (default 1; with --first, the shipped value)",
+    )
+    parser.add_argument(
+        "--first",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the first keystroke: open, read S seconds, ask once, at the shipped settings",
+    )
+    parser.add_argument(
+        "--clients",
+        default="ours,stock",
+        help="with --first: ours (reports the cursor), stock (does not), comma-separated",
+    )
     parser.add_argument("--answer-deadline-ms", type=int, default=60_000)
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N tasks")
@@ -499,7 +624,7 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
     kinds = {k: sum(t.kind == k for t in tasks) for k in ("line", "span", "cross-file")}
     print(
         f"Python {sys.version.split()[0]} standard library ({stdlib_root()}), seed {args.seed}, "
-        f"{len(tasks)} tasks {kinds}; n_threads {args.threads}; "
+        f"{len(tasks)} tasks {kinds}; n_threads {args.threads or 'shipped'}; "
         f"window {args.window_chars or 'whole file'} chars, "
         f"window_tokens {'shipped' if args.window_tokens is None else args.window_tokens}; "
         f"{'one core busy' if not args.no_busy else 'no extra load'}; "
@@ -512,13 +637,33 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-quality-")))
         for condition in conditions:
             started = time.perf_counter()
-            results[condition] = []
+            by_client = None
+            if args.first is not None:
+                by_client = {
+                    name.strip(): results.setdefault(
+                        Condition(condition.model, condition.context, name.strip()), []
+                    )
+                    for name in args.clients.split(",")
+                    if name.strip()
+                }
+            else:
+                results[condition] = []
             await run_condition(
-                condition, tasks, args, workdir, results[condition], lambda: save(args, results)
+                condition,
+                tasks,
+                args,
+                workdir,
+                results.get(condition, []),
+                lambda: save(args, results),
+                by_client,
             )
             print(f"  {condition.label}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print(f"load average after {os.getloadavg()[0]:.2f}; warm<=dl: within {SHIPPED_DEADLINE_MS} ms")
     print()
+    if args.first is not None:
+        print(f"first keystroke after {args.first:g} s reading, deadline {SHIPPED_DEADLINE_MS} ms")
+        print_first(results)
+        return results
     print_scores(results)
     print_comparisons(results, args.seed)
     return results

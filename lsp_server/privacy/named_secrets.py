@@ -56,7 +56,7 @@ _WEAK_KEY_NAMES = (r"auth", r"credentials?")
 # the end of its line while it is being typed) or a bare value, with the rest of its line
 # looked at but not consumed.
 _ASSIGNMENT_TAIL = (
-    r"(?:_base)?(?![a-z0-9_])(?P<close>\\?[\"'\]])?"
+    r"(?:_base)?(?![a-z0-9_])(?P<close>\\?[\"']\]?|\])?"
     r"(?:[ \t]*:[ \t]*[\w.\[\]|, ]{1,40}?(?=[ \t]*=)|[ \t]+[\w.\[\]*]{1,40}(?=[ \t]*=[^=]))?"
     r"(?P<pre>[ \t]*)(?:(?P<op>:{1,3}=|[.+?]=|=>|<-|=(?!=)|:|,|>)(?P<post>[ \t]*))?"
     r"(?P<block>[|>][-+]?[ \t]*\r?\n[ \t]+|\r?\n[ \t]*)?"
@@ -298,6 +298,36 @@ _COMMAND_LINE_RULES: tuple[PatternRule, ...] = (
     ),
 )
 
+# An API key in a request header: `curl -H 'X-API-Key: ...'`, `--header "api-key: ..."`, and
+# a header set in code, `setHeader("X-API-Key", "...")`. The header's name says it holds a
+# credential; a value that is a word before another (`Authorization: Bearer ...`) is another
+# rule's.
+_HEADER_NAME = (
+    r"[\w-]*(?:(?:api|access|subscription|secret|auth|private|client|app|account|master)[_-]?key"
+    r"|token|secret|passw(?:or)?d|authorization)"
+)
+HEADER_RULES: tuple[PatternRule, ...] = (
+    PatternRule(
+        "cli-credential",
+        re.compile(
+            r"-(?:h|-header)(?:[ \t]+|=)(?P<q>[\"'])?" + _HEADER_NAME + r"[ \t]*:[ \t]*"
+            r"(?P<secret>[^\s\"'`]{6,200})(?(q)(?P=q)|(?=\s|$))"
+        ),
+        non_trivial,
+        lowercase=True,
+        word_start=False,
+    ),
+    PatternRule(
+        "header-credential",
+        re.compile(
+            r"-(?:key|token|secret)[\"'][ \t]*,[ \t]*[\"'](?P<secret>[^\s\"'`]{8,200})[\"']"
+        ),
+        _pair_value,
+        lowercase=True,
+        word_start=False,
+    ),
+)
+
 # A user and a password passed as a pair: `auth=('admin', '...')`, `HTTPBasicAuth('u', '...')`,
 # Go's `SetBasicAuth("u", "...")`.
 _AUTH_ARGUMENT = PatternRule(
@@ -324,5 +354,6 @@ NAMED_SECRET_RULES: tuple[PatternRule | NamedSecretRule, ...] = (
     NamedSecretRule(re.compile("_key" + _ASSIGNMENT_TAIL, re.MULTILINE), generic_name="_key"),
     *(PatternRule("name-value-pair", pair, _pair_value, lowercase=True) for pair in _NAME_PAIRS),
     *_COMMAND_LINE_RULES,
+    *HEADER_RULES,
     _AUTH_ARGUMENT,
 )

@@ -9,12 +9,14 @@ verdict remembered by its text, so a moved cursor or a new line rescans the bloc
 that moved. A text mostly new (a window opened elsewhere) is scanned whole once instead, as
 many small scans cost more than one.
 
-Every rule but the private key block looks at most `_REACH` lines either way of where a secret
+Every rule but the private key block looks at most `_REACH_ABOVE` lines above where a secret
 begins (a name and its value on the next line, a `.netrc` entry over three lines, the line
-before a hex token). So the lines around the cursor are scanned with `_REACH` lines either side,
-each block with `_REACH` lines either side, keeping the secrets that begin inside it, and
-together they find what a scan of the whole prompt finds. A key block spans any number of
-lines: a prompt that may hold one is scanned whole.
+before a hex token, a Terraform variable's name a few lines above its default) and at most
+`_REACH_BELOW` lines below it. So the lines around the cursor are scanned with `_REACH_ABOVE`
+lines either side (a name typed on the cursor's line may belong to a value below it), each block
+with `_REACH_ABOVE` lines before it and `_REACH_BELOW` after, keeping the secrets that begin
+inside it, and together they find what a scan of the whole prompt finds. A key block spans any
+number of lines: a prompt that may hold one is scanned whole.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from operator import lt, mod
 from typing import TypeVar
 from zlib import crc32
 
+from lsp_server.privacy.block_secrets import BLOCK_REACH
 from lsp_server.privacy.secret_rules import first_secret
 
 # The one rule whose match spans any number of lines (`-----BEGIN … PRIVATE KEY-----`, body).
 MULTI_LINE_MARKER = "PRIVATE KEY"
 
-_REACH = 2
+_REACH_ABOVE = max(2, BLOCK_REACH)
+_REACH_BELOW = 2
 # A line ends a block with a chance of its length in `_BLOCK_BYTES`: blocks of that size on
 # average, whatever the lines' lengths, and never at a blank line.
 _BLOCK_BYTES = 256
@@ -81,9 +85,9 @@ class SecretMemo:
         head, _, line_start = prefix.rpartition("\n")
         line_end, _, tail = suffix.partition("\n")
         around = (
-            *head.rsplit("\n", _REACH)[-_REACH:],
+            *head.rsplit("\n", _REACH_ABOVE)[-_REACH_ABOVE:],
             line_start + line_end,
-            *tail.split("\n", _REACH)[:_REACH],
+            *tail.split("\n", _REACH_ABOVE)[:_REACH_ABOVE],
         )
         current = first_secret("\n".join(around))
         if current is not None:
@@ -132,10 +136,11 @@ class SecretMemo:
 
 
 def _scanned_block(lines: list[bytes], first: int, last: int) -> tuple[int, bytes]:
-    """The lines `first` to `last` with `_REACH` lines either side, and where its own begin."""
-    start = max(0, first - _REACH)
+    """The lines `first` to `last` with the lines either side a finding in them may read, and
+    where its own begin."""
+    start = max(0, first - _REACH_ABOVE)
     own_start = len(b"\n".join(lines[start:first])) + 1 if first > start else 0
-    return own_start, b"\n".join(lines[start : last + 1 + _REACH])
+    return own_start, b"\n".join(lines[start : last + 1 + _REACH_BELOW])
 
 
 def _block_kind(own_start: int, scanned: bytes) -> str | None:

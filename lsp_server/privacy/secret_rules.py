@@ -27,6 +27,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lsp_server.privacy.block_secrets import BLOCK_NAMED_RULES, BlockNamedRule
+from lsp_server.privacy.colon_credentials import ColonFileRule
+from lsp_server.privacy.escaped_text import unescaped
 from lsp_server.privacy.named_secrets import NAMED_SECRET_RULES, NamedSecretRule
 from lsp_server.privacy.pattern_rule import PatternRule, SecretFinding
 from lsp_server.privacy.secret_values import (
@@ -136,7 +139,7 @@ _TOKEN_RULES: tuple[PatternRule, ...] = (
     ),
     PatternRule(
         "url-credentials",
-        re.compile(r"://(?P<secret>[^\s:/@\"'`]{1,64}:[^\s:/@\"'`]{3,128})@"),
+        re.compile(r"://(?P<secret>[^\s:/@\"'`]{0,64}:[^\s:/@\"'`]{3,128})@"),
         url_credentials,
         word_start=False,
     ),
@@ -299,10 +302,13 @@ class _DsnRule:
                 yield SecretFinding(self.kind, start, end)
 
 
-_RULES: tuple[PatternRule | NamedSecretRule | _DsnRule | _QuotedTokenRule, ...] = (
+_Rule = PatternRule | NamedSecretRule | BlockNamedRule | _DsnRule | ColonFileRule | _QuotedTokenRule
+_RULES: tuple[_Rule, ...] = (
     *_TOKEN_RULES,
     *NAMED_SECRET_RULES,
+    *BLOCK_NAMED_RULES,
     _DsnRule(),
+    ColonFileRule(),
     _QuotedTokenRule(),
 )
 
@@ -315,15 +321,13 @@ def _lower_keeping_offsets(text: str) -> str:
     return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
 
 
-def _screen(
-    rule: PatternRule | NamedSecretRule | _DsnRule | _QuotedTokenRule,
-) -> tuple[re.Pattern[str], bool]:
+def _screen(rule: _Rule) -> tuple[re.Pattern[str], bool]:
     """The pattern every finding of `rule` is a match of, and whether it reads the lower-cased
     text: the rule's own first search. Most text matches none of them, and one search per rule
     costs a tenth of starting the rule's findings."""
     if isinstance(rule, PatternRule):
         return rule.pattern, rule.lowercase
-    if isinstance(rule, NamedSecretRule):
+    if isinstance(rule, NamedSecretRule | BlockNamedRule):
         return rule.pattern, True
     if isinstance(rule, _DsnRule):
         return rule.at, False
@@ -334,6 +338,15 @@ _SCREENED_RULES = tuple((*_screen(rule), rule) for rule in _RULES)
 
 
 def _all_findings(text: str) -> Iterator[SecretFinding]:
+    """The findings in `text`, then those in its escaped strings with their quotes back."""
+    yield from _findings(text)
+    view = unescaped(text)
+    if view is not None:
+        for finding in _findings(view.text):
+            yield SecretFinding(finding.kind, *view.original_span(finding.start, finding.end))
+
+
+def _findings(text: str) -> Iterator[SecretFinding]:
     lowered = _lower_keeping_offsets(text)
     for pattern, reads_lowered, rule in _SCREENED_RULES:
         if pattern.search(lowered if reads_lowered else text) is not None:

@@ -313,11 +313,14 @@ def test_ghost_text_from_an_openai_compatible_endpoint(
             type="return ",
             ghostText="a + b",
             statusText="fake-model",
+            suggestWidget=True,
             prefix="fake-endpoint",
         )
 
         assert "def add(a, b):" in endpoint.received_text()
     assert "a + b" in report["ghostText"]
+    # Shown once, as ghost text: not also as an item in the suggest widget.
+    assert not [row for row in report["suggestRows"] if "a + b" in row], report["suggestRows"]
     assert "fake-model" in report["statusBar"]
     assert "null" not in report["statusBar"]
     assert "fake-fim" in report["routingStatus"]

@@ -62,7 +62,8 @@ def test_a_hostile_override_keeps_the_file_privacy_and_endpoints() -> None:
     assert config.routing.sensitive_globs == FILE.routing.sensitive_globs
     assert config.routing.redact_secrets is True
     assert config.local.model_path == "" and config.local.n_ctx == 4096
-    assert config.local.model == "" and config.local.window_tokens == FILE.local.window_tokens
+    assert config.local.model == FILE.local.model == "auto"
+    assert config.local.window_tokens == FILE.local.window_tokens
     # The harmless knobs apply.
     assert (config.routing.inline_deadline_ms, config.routing.hedge_after_ms) == (900, 300)
     assert (config.local.n_threads, config.local.max_tokens) == (2, 16)

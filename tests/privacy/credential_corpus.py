@@ -47,7 +47,9 @@ class Sample:
 
 # (kind, file name, template). `{basic:N}` is base64 of `user:<N random characters>`;
 # `{pem:N}` is a private key body of N lines.
-TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
+Template = tuple[str | None, str, str]
+
+_EARLIER: tuple[Template, ...] = (
     ("aws-access-key", "settings.py", 'AWS_ACCESS_KEY_ID = "AK' + 'IA{aws:16}"'),
     ("aws-secret-key", "deploy.sh", "export AWS_SECRET_ACCESS_KEY={b64:40}"),
     ("github-token", "ci.yml", "  GH_TOKEN: gh" + "p_{alnum:36}"),
@@ -216,6 +218,175 @@ TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
     ("password-assignment", "config/secrets.yml", "production:\n  secret_key_base: {hex:128}\n"),
     ("password-assignment", "wp-config.php", "define( 'DB_PASSWORD', '{alnum:16}' );"),
     ("password-assignment", "wp-salts.php", "define('AUTH_KEY',         '{salt:64}');"),
+)
+
+# The third round's classes: shapes written the way people keep them in other languages and
+# tools, each class in several languages and file types.
+ROUND_THREE: dict[str, tuple[Template, ...]] = {
+    # A secret named by its enclosing block, not its own key.
+    "block name": (
+        (
+            "block-secret",
+            "variables.tf",
+            'variable "db_password" {{\n  description = "Primary database"\n'
+            '  type        = string\n  sensitive   = true\n  default     = "{alnum:18}"\n}}\n',
+        ),
+        ("block-secret", "main.tf", 'variable "api_token" {{ default = "{alnum:32}" }}'),
+        (
+            "block-secret",
+            "template.pkr.hcl",
+            'variable "winrm_password" {{\n  type    = string\n  default = "{alnum:16}"\n}}\n',
+        ),
+        (
+            "block-secret",
+            "stack.yaml",
+            "Parameters:\n  DBPassword:\n    NoEcho: true\n    Type: String\n    MinLength: 8\n"
+            "    Default: {alnum:16}\n",
+        ),
+        (
+            "block-secret",
+            "stack.json",
+            '{{"Parameters": {{\n  "MasterUserPassword": {{\n    "Type": "String",\n'
+            '    "Default": "{alnum:16}"\n  }}\n}}}}',
+        ),
+        (
+            "block-secret",
+            "azuredeploy.json",
+            '"parameters": {{\n  "adminPassword": {{\n    "type": "securestring",\n'
+            '    "defaultValue": "{alnum:16}"\n  }}\n}}',
+        ),
+        (
+            "block-secret",
+            "Pulumi.yaml",
+            "config:\n  stripeSecret:\n    type: string\n    default: sk{alnum:24}\n",
+        ),
+        ("block-secret", "secrets.nix", 'smtpPassword = {{\n  value = "{alnum:16}";\n}};\n'),
+        ("block-secret", "settings.toml", '[mail.smtp_password]\nvalue = "{alnum:16}"\n'),
+    ),
+    # URL userinfo with an empty user.
+    "URL with an empty user": (
+        (
+            "url-credentials",
+            "cache.py",
+            'r = redis.from_url("redis://:{alnum:20}@cache.internal:6379/0")',
+        ),
+        ("url-credentials", "queue.env.sh", "REDIS_URL=rediss://:{alnum:24}@redis.acme.io:6380"),
+        (
+            "url-credentials",
+            "worker.js",
+            'const redis = new Redis("redis://:{alnum:20}@10.0.0.5:6379");',
+        ),
+        (
+            "url-credentials",
+            "cache.go",
+            'opt, _ := redis.ParseURL("redis://:{alnum:20}@cache:6379/1")',
+        ),
+        (
+            "url-credentials",
+            "compose.cache.yml",
+            "    command: redis-cli -u redis://:{alnum:18}@redis:6379 ping\n",
+        ),
+        ("url-credentials", "sidekiq.yml", ":redis:\n  :url: 'redis://:{alnum:18}@redis:6379/2'\n"),
+    ),
+    # Colon-separated credential files.
+    "colon-separated file": (
+        (
+            "colon-credentials",
+            "pgpass.txt",
+            "# hostname:port:database:username:password\ndb.internal:5432:orders:app:{alnum:16}\n",
+        ),
+        ("colon-credentials", "pgpass.conf", "*:*:*:replicator:{alnum:20}\n"),
+        (
+            "colon-credentials",
+            "Dockerfile",
+            'RUN echo "db:5432:shop:shop:{alnum:16}" > /root/.pgpass && chmod 600 /root/.pgpass',
+        ),
+        ("colon-credentials", "setup.sh", "echo '10.0.0.7:5432:*:backup:{alnum:14}' >> ~/.pgpass"),
+        ("colon-credentials", "proxies.txt", "proxy1.acme.io:8080:crawler:{alnum:14}\n"),
+        (
+            "colon-credentials",
+            "pgpass.yml",
+            '- copy:\n    dest: ~/.pgpass\n    content: "db.acme.local:5432:app:app:{alnum:16}"\n',
+        ),
+    ),
+    # API keys in custom request headers.
+    "API-key header": (
+        (
+            "cli-credential",
+            "check.sh",
+            "curl -s -H 'X-API-Key: {alnum:32}' https://api.acme.io/v1/ping",
+        ),
+        (
+            "cli-credential",
+            "azure-openai.sh",
+            "curl https://acme.openai.azure.com/openai/deployments -H 'api-key: {hex:32}'",
+        ),
+        (
+            "cli-credential",
+            "fetch.sh",
+            'wget --header="PRIVATE-TOKEN: {url:20}" https://gitlab.acme.io',
+        ),
+        (
+            "cli-credential",
+            "README.md",
+            '```sh\ncurl --header "X-Auth-Token: {alnum:24}" https://api.acme.io\n```\n',
+        ),
+        (
+            "cli-credential",
+            "deploy.yml",
+            '      - run: curl -fsS -H "X-Vault-Token: {alnum:26}" https://vault.acme.io/v1/kv\n',
+        ),
+        ("header-credential", "client.go", 'req.Header.Set("X-API-Key", "{alnum:32}")'),
+        ("header-credential", "api.js", "xhr.setRequestHeader('X-Auth-Token', '{alnum:24}');"),
+        ("header-credential", "Api.java", 'conn.setRequestProperty("x-api-key", "{alnum:32}");'),
+        (
+            "header-credential",
+            "Client.cs",
+            'http.DefaultRequestHeaders.Add("Ocp-Apim-Subscription-Key", "{hex:32}");',
+        ),
+    ),
+    # Escaped strings: a notebook's JSON cells, commands in strings.
+    "escaped string": (
+        (
+            "password-assignment",
+            "analysis.ipynb",
+            '{{"cells": [{{"cell_type": "code", "source": [\n    "import os\\n",\n'
+            '    "os.environ[\\"TOKEN\\"] = \\"{alnum:24}\\"\\n"\n]}}]}}',
+        ),
+        (
+            "password-assignment",
+            "train.ipynb",
+            '    "source": [\n     "db_password = \\"{alnum:16}\\"\\n",\n     "connect()"\n    ]',
+        ),
+        (
+            "password-assignment",
+            "tasks.json",
+            '{{"label": "run", "command": "export API_KEY=\\"{alnum:24}\\" && ./run"}}',
+        ),
+        (
+            "password-assignment",
+            "Request.java",
+            'String body = "{{\\"password\\":\\"{alnum:16}\\"}}";',
+        ),
+        (
+            "password-assignment",
+            "bootstrap.py",
+            "run('echo export DB_PASS=\\'{alnum:16}\\' >> ~/.profile')",
+        ),
+        (
+            "cli-credential",
+            "requests.ipynb",
+            '     "!curl -H \\"X-API-Key: {alnum:32}\\" https://api.acme.io\\n",',
+        ),
+        (
+            "block-secret",
+            "infra.json",
+            '{{"tf": "variable \\"db_password\\" {{ default = \\"{alnum:16}\\" }}"}}',
+        ),
+    ),
+}
+
+_BY_NAME: tuple[Template, ...] = (
     # Found by their file name alone.
     (None, ".env", "DEBUG=1\nMODE=plain\n"),
     (None, "id_ed25519", "not shown\n"),
@@ -230,6 +401,13 @@ TEMPLATES: tuple[tuple[str | None, str, str], ...] = (
     (None, ".streamlit/secrets.toml", 'region = "eu"\n'),
     (None, "config/secrets.yml", "production:\n  region: eu\n"),
     (None, "appsettings.Production.json", '{{"Logging": {{}}}}\n'),
+    (None, ".pgpass", "# empty\n"),
+)
+
+TEMPLATES: tuple[Template, ...] = (
+    *_EARLIER,
+    *(template for shapes in ROUND_THREE.values() for template in shapes),
+    *_BY_NAME,
 )
 
 
@@ -261,3 +439,13 @@ def _draw(rng: random.Random, alphabet: str, size: int) -> str:
 def load_corpus(seed: int = 20251202) -> list[Sample]:
     rng = random.Random(seed)
     return [Sample(kind, name, _expand(text, rng)) for kind, name, text in TEMPLATES]
+
+
+def round_three(corpus: list[Sample]) -> dict[str, list[Sample]]:
+    """The samples of `load_corpus()` in each of the third round's classes."""
+    classes: dict[str, list[Sample]] = {}
+    start = len(_EARLIER)
+    for name, shapes in ROUND_THREE.items():
+        classes[name] = corpus[start : start + len(shapes)]
+        start += len(shapes)
+    return classes

@@ -23,6 +23,11 @@ SECRETS = [
     ("name-value-pair", f"- name: DB_PASSWORD\n  value: {PASSWORD}"),
     ("password-assignment", f"db_password: |\n  {PASSWORD}"),
     ("netrc-password", f"machine example.com\n  login me\n  password {PASSWORD}"),
+    (
+        "block-secret",
+        'variable "db_password" {\n  description = "main"\n  type = string\n'
+        f'  sensitive = true\n  default = "{PASSWORD}"\n}}',
+    ),
 ]
 
 
@@ -111,6 +116,21 @@ def test_an_edit_far_from_the_cursor_is_seen(counter: ScanCounter) -> None:
     counter.reset()
     assert memo.first_secret_kind(*split_at_line(lines, 150)) == "password-assignment"
     assert counter.characters < 1500  # the lines around the cursor and the edited block
+
+
+def test_a_block_named_when_its_value_is_already_there_is_seen() -> None:
+    """The block's name typed last, four lines above its value, in every place relative to
+    the blocks and with the cursor on the name's line or far below."""
+    base = code_lines(150)
+    block = SECRETS[-1][1].split("\n")
+    for at in range(10, 100, 7):
+        for cursor_line in (at, 140):
+            memo = SecretMemo()
+            lines = [*base[:at], 'variable "region" {', *block[1:], *base[at:]]
+            assert memo.first_secret_kind(*split_at_line(lines, cursor_line)) is None
+            lines[at] = block[0]
+            found = memo.first_secret_kind(*split_at_line(lines, cursor_line))
+            assert found == "block-secret", (at, cursor_line)
 
 
 @pytest.mark.parametrize("edited", ["name", "value"])

@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 
 import { refactorSelection, SERVER_COMMANDS, toggleOffline } from "./commands";
+import { CursorReporter } from "./cursorReports";
 import { GatewayServer } from "./server";
 import { LAUNCH_KEYS, SECTION } from "./settings";
 import { RoutingStatusBar } from "./statusBar";
@@ -25,6 +26,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   server = gateway;
   const statusBar = new RoutingStatusBar(COMMANDS.showStatus);
   const statusDocument = new StatusDocument();
+  const cursors = new CursorReporter((editor) => gateway.notifyCursor(editor));
 
   context.subscriptions.push(
     output,
@@ -32,12 +34,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     poller,
     statusBar,
     statusDocument,
+    cursors,
     vscode.workspace.registerTextDocumentContentProvider(STATUS_SCHEME, statusDocument),
     poller.onDidUpdate((status) => {
       statusBar.update(status);
       statusDocument.update(status);
     }),
-    gateway.onDidChangeRunning((running) => (running ? void poller.refresh() : poller.clear())),
+    gateway.onDidChangeRunning((running) => {
+      if (running) {
+        void poller.refresh();
+        cursors.reportActive();
+      } else {
+        poller.clear();
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!event.affectsConfiguration(SECTION)) {
         return;

@@ -14,8 +14,11 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 
+import { CURSOR_NOTIFICATION, type CursorReport } from "./cursorReports";
 import { currentHost, discoverServer } from "./discovery";
 import {
+  asksForCompletionItems,
+  COMPLETION_ITEMS_KEY,
   didChangeConfigurationParams,
   initializationOptions,
   launchSettings,
@@ -102,6 +105,22 @@ export class GatewayServer implements vscode.Disposable {
     return this.runningClient().code2ProtocolConverter;
   }
 
+  /** Reports where the cursor rests in `editor` (see cursorReports.ts); nothing if stopped. */
+  notifyCursor(editor: vscode.TextEditor): void {
+    const client = this.client;
+    if (!client || !this.running || !["file", "untitled"].includes(editor.document.uri.scheme)) {
+      return;
+    }
+    const converter = client.code2ProtocolConverter;
+    const report: CursorReport = {
+      textDocument: { uri: converter.asUri(editor.document.uri) },
+      position: converter.asPosition(editor.selection.active),
+    };
+    void client.sendNotification(CURSOR_NOTIFICATION, report).catch((error: unknown) => {
+      this.output.warn(`Reporting the cursor: ${String(error)}`);
+    });
+  }
+
   /** Sends the current settings; the server replaces the editor's previous overlay with them. */
   async sendSettings(): Promise<void> {
     if (this.client && this.running) {
@@ -151,6 +170,14 @@ export class GatewayServer implements vscode.Disposable {
           const result = await next(document, position, context, token);
           this.onInlineCompletion();
           return result;
+        },
+        // VS Code would show each suggestion twice, as ghost text and in the suggest widget.
+        provideCompletionItem: (document, position, context, token, next) => {
+          const setting = vscode.workspace.getConfiguration(SECTION).get(COMPLETION_ITEMS_KEY);
+          const inline = vscode.workspace
+            .getConfiguration("editor", document)
+            .get("inlineSuggest.enabled");
+          return asksForCompletionItems(setting, inline) ? next(document, position, context, token) : undefined;
         },
       },
     };

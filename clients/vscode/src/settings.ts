@@ -136,3 +136,15 @@ export function fromSettingsJson(json: Readonly<Record<string, unknown>>): UserS
   }
   return user;
 }
+
+/** The extension-only setting that also offers each suggestion in the suggest widget. */
+export const COMPLETION_ITEMS_KEY = "completionItems";
+
+/**
+ * Whether to ask the server for completion items (the suggest widget) as well as inline
+ * suggestions. VS Code shows both, so the same suggestion would appear twice: only when the user
+ * asks for it, or when inline suggestions are turned off and the suggest widget is the only place.
+ */
+export function asksForCompletionItems(setting: unknown, inlineSuggestEnabled: unknown): boolean {
+  return setting === true || inlineSuggestEnabled === false;
+}

@@ -37,7 +37,8 @@ export interface RoutingDecision {
 export interface RoutingStatus {
   readonly offline: string;
   readonly offline_active: boolean;
-  readonly local: { readonly state: string; readonly model: string };
+  /** `choice`: how `model = "auto"` chose and its last switch, "" for a named model. */
+  readonly local: { readonly state: string; readonly model: string; readonly choice: string };
   readonly endpoints: readonly EndpointStatus[];
   readonly decisions: readonly RoutingDecision[];
 }
@@ -56,7 +57,11 @@ export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
   return {
     offline: raw.offline,
     offline_active: raw.offline_active === true,
-    local: { state: text(local.state) || "unknown", model: text(local.model) },
+    local: {
+      state: text(local.state) || "unknown",
+      model: text(local.model),
+      choice: autoChoice(record(local.auto)),
+    },
     endpoints: list(raw.endpoints).flatMap((item) => {
       const e = record(item);
       return e === undefined
@@ -160,6 +165,24 @@ export function formatUsd(usd: number | null): string {
   return usd === 0 ? "$0" : `$${usd.toPrecision(2)}`;
 }
 
+/** `model = "auto"`: the preset served, why, and the last switch (the server lists them). */
+function autoChoice(auto: Record<string, unknown> | undefined): string {
+  if (auto === undefined || !text(auto.preset)) {
+    return "";
+  }
+  const line = `Chosen by auto: ${text(auto.preset)} (${text(auto.reason)})`;
+  const switches = list(auto.switches).flatMap((item) => {
+    const entry = record(item);
+    return entry ? [entry] : [];
+  });
+  const last = switches[switches.length - 1];
+  if (last === undefined) {
+    return line;
+  }
+  const at = typeof last.at === "number" ? new Date(last.at * 1000).toLocaleTimeString() : "";
+  return `${line}\nSwitched ${at}: ${text(last.from)} → ${text(last.to)} (${text(last.reason)})`;
+}
+
 /** How a decision in which no endpoint answered is named. */
 const NO_ENDPOINT = "no suggestion";
 
@@ -184,6 +207,7 @@ export function statusBarTooltip(status: RoutingStatus): string {
       : "No suggestion yet",
     `Offline mode: ${status.offline}${status.offline_active ? " (offline now)" : ""}`,
     `Local model: ${status.local.state}`,
+    ...(status.local.choice ? [status.local.choice] : []),
     "Click for routing status",
   ];
   return lines.join("\n");

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import {
+  asksForCompletionItems,
   didChangeConfigurationParams,
   effectiveSettings,
   fromSettingsJson,
@@ -131,5 +132,20 @@ describe("effectiveSettings: what a workspace may set", () => {
       "routing.hedgeAfterMs": 100,
       "local.nThreads": 2,
     });
+  });
+});
+
+describe("asksForCompletionItems", () => {
+  test("not by default: the suggestion is shown once, as ghost text", () => {
+    assert.equal(asksForCompletionItems(undefined, true), false);
+    assert.equal(asksForCompletionItems(false, undefined), false);
+  });
+
+  test("when the setting says so", () => {
+    assert.equal(asksForCompletionItems(true, true), true);
+  });
+
+  test("when inline suggestions are off, the suggest widget is the only place", () => {
+    assert.equal(asksForCompletionItems(false, false), true);
   });
 });

@@ -29,7 +29,7 @@ function decision(overrides: Partial<RoutingDecision>): RoutingDecision {
 const SAMPLE: RoutingStatus = {
   offline: "auto",
   offline_active: false,
-  local: { state: "ready", model: "/models/gemma-3-270m-it-Q4_K_M.gguf" },
+  local: { state: "ready", model: "/models/gemma-3-270m-it-Q4_K_M.gguf", choice: "" },
   endpoints: [
     {
       name: "mercury",
@@ -82,6 +82,30 @@ describe("status bar", () => {
       decisions: [decision({ endpoint: "local", reason: "offline", latency_ms: 61 })],
     };
     assert.equal(statusBarText(status), "$(cloud-offline) gemma-3-270m-it-Q4_K_M.gguf 61 ms · offline");
+  });
+
+  test("the tooltip says how auto chose the local model and its last switch", () => {
+    const status = parseRoutingStatus({
+      ...SAMPLE,
+      local: {
+        state: "ready",
+        model: "/cache/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        auto: {
+          preset: "qwen2.5-coder-0.5b",
+          reason: "the best installed preset that fits the deadline",
+          switches: [
+            { at: 1700000000, from: "gemma-3-270m", to: "qwen2.5-coder-0.5b", reason: "calibrated" },
+          ],
+        },
+      },
+    });
+    assert.ok(status);
+    const tooltip = statusBarTooltip(status);
+    assert.match(tooltip, /Chosen by auto: qwen2\.5-coder-0\.5b \(the best installed preset/);
+    assert.match(tooltip, /gemma-3-270m → qwen2\.5-coder-0\.5b \(calibrated\)/);
+    const named = parseRoutingStatus({ ...SAMPLE, local: { state: "ready", model: "/m.gguf" } });
+    assert.ok(named);
+    assert.doesNotMatch(statusBarTooltip(named), /Chosen by auto/);
   });
 
   test("a sensitive file shows the lock", () => {

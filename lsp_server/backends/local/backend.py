@@ -26,10 +26,13 @@ import asyncio
 import contextlib
 import logging
 import math
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsp_server.backends.base import (
     BackendError,
@@ -38,7 +41,13 @@ from lsp_server.backends.base import (
     CompletionRequest,
     Usage,
 )
-from lsp_server.backends.bundled_model import Progress, resolve_model_path
+from lsp_server.backends.bundled_model import (
+    INSTALL_HINT,
+    ModelUnavailable,
+    Progress,
+    resolve_model_path,
+)
+from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.chat_messages import chat_messages, tool_chat_events
 from lsp_server.backends.local.completion_text import (
     LeadingBlanks,
@@ -56,13 +65,15 @@ from lsp_server.backends.local.tools import (
     template_is_chatml,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
-from lsp_server.backends.model_presets import preset_named
+from lsp_server.backends.model_presets import ModelPreset, preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
-from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LocalConfig
+from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LOCAL_MODEL_AUTO, LocalConfig
 from lsp_server.failures import FailureKind
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +101,17 @@ class LocalBackend(LocalModel):
         self.generations = 0
         self.last_prompt_tokens = 0
         self.last_reused_tokens = 0
+        self._last_activity = time.monotonic()
+        self._idle_stops: set[threading.Event] = set()  # background work a request stops
+        self._preset: ModelPreset | None = None
+        # The read-ahead asked for while the model was loading, and the loop that asked.
+        self._after_load: tuple[CompletionRequest, asyncio.AbstractEventLoop] | None = None
+        # `model = "auto"`: the chooser, which calibrates, switches and adapts.
+        self._auto = (
+            AutoModel(config, self)
+            if config.model == LOCAL_MODEL_AUTO and not config.model_path
+            else None
+        )
 
     @property
     def state(self) -> LocalState:
@@ -166,10 +188,20 @@ class LocalBackend(LocalModel):
 
     def _load(self, progress: Progress | None) -> None:
         try:
-            self._model_path = resolve_model_path(self._config, progress)
+            config = self._config
+            if self._auto is not None:
+                chosen = self._auto.initial()
+                if chosen is None:
+                    raise ModelUnavailable(f"no local model is installed: {INSTALL_HINT}")
+                config = replace(config, model=chosen.name)
+            self._model_path = resolve_model_path(config, progress)
             if progress:
                 progress(f"loading local model {self._model_path.name}", None)
-            self._llm = self._open_model(self._model_path)
+            preset = None if config.model_path else preset_named(config.model)
+            llm = open_model(
+                self._model_path, config, chat_format=preset.chat_format if preset else None
+            )
+            self._adopt(llm, preset)
         except Exception as exc:  # every failure becomes a state with a message, not a crash
             self._load_error = load_failure_message(self._model_path, exc)
             self._state = LocalState.FAILED
@@ -179,15 +211,83 @@ class LocalBackend(LocalModel):
         self._state = LocalState.READY
         if progress:
             progress("local model ready", 1.0)
+        if self._auto is not None:
+            self._auto.start()
+        if self._after_load is not None:
+            request, loop = self._after_load
+            self._after_load = None
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(self.prefill, request)
 
-    def _open_model(self, path: Path) -> Llama:
-        preset = None if self._config.model_path else preset_named(self._config.model)
-        llm = open_model(path, self._config, chat_format=preset.chat_format if preset else None)
+    def _adopt(self, llm: Llama, preset: ModelPreset | None) -> None:
+        """Serve `llm` from now on; on the worker thread."""
+        self._llm = llm
+        self._preset = preset
         self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
         self._prompts = CompletionPrompts(llm, self._config)
-        return llm
+
+    # What the chooser of `model = "auto"` may do (`auto_model.ModelHost`)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def idle_for(self) -> float:
+        if self._jobs or self._prefills:
+            return 0.0
+        return time.monotonic() - self._last_activity
+
+    def run_when_idle(self, work: Callable[[threading.Event], T]) -> T | None:
+        stop = threading.Event()
+        self._idle_stops.add(stop)
+        try:
+            future = self._worker.submit(self._idle_job, work, stop)
+        except RuntimeError:  # closed
+            self._idle_stops.discard(stop)
+            return None
+        try:
+            return future.result()
+        finally:
+            self._idle_stops.discard(stop)
+
+    def _idle_job(self, work: Callable[[threading.Event], T], stop: threading.Event) -> T | None:
+        if stop.is_set() or self._closed or self._jobs:
+            return None
+        try:
+            return work(stop)
+        except Exception:
+            log.exception("background work on the local model failed")
+            return None
+
+    def switch_to(self, preset: ModelPreset, llm: Llama) -> None:
+        try:
+            self._worker.submit(self._swap, preset, llm).result()
+        except RuntimeError:  # closed meanwhile
+            llm.close()
+
+    def _swap(self, preset: ModelPreset, llm: Llama) -> None:
+        if self._closed:
+            llm.close()
+            return
+        previous = self._llm
+        self._adopt(llm, preset)
+        self._model_path = Path(llm.model_path)
+        if previous is not None:
+            previous.close()
+
+    def details(self) -> dict[str, Any]:
+        details: dict[str, Any] = {
+            "preset": self._preset.name if self._preset else "",
+            "prompt_tokens": self.last_prompt_tokens,
+            "reused_tokens": self.last_reused_tokens,
+            "prefills": self.prefills,
+            "reading_ahead": bool(self._prefills),
+        }
+        if self._auto is not None:
+            details["auto"] = self._auto.status()
+        return details
 
     # Generation
 
@@ -195,9 +295,26 @@ class LocalBackend(LocalModel):
         self, request: CompletionRequest, usage: Usage | None = None
     ) -> AsyncIterator[str]:
         await self.ensure_loaded()
-        async for text in self._stream(lambda job: self._run_completion(job, request), usage):
-            if isinstance(text, str):
-                yield text
+        started = time.monotonic()
+        first_text_s: float | None = None
+        try:
+            async for text in self._stream(lambda job: self._run_completion(job, request), usage):
+                if isinstance(text, str):
+                    if first_text_s is None and text:
+                        first_text_s = time.monotonic() - started
+                    yield text
+        finally:
+            self._keep_count(time.monotonic() - started, first_text_s)
+
+    def _keep_count(self, elapsed_s: float, first_text_s: float | None) -> None:
+        """Tell the chooser of `auto` how the deadline was kept: an answer, or a request that
+        ran its whole budget without one (one stopped sooner was superseded: no verdict)."""
+        if self._auto is None:
+            return
+        if first_text_s is not None:
+            self._auto.answered(first_text_s)
+        elif elapsed_s >= self._config.deadline_ms / 1000 * 0.95:
+            self._auto.missed()
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         await self.ensure_loaded()
@@ -238,8 +355,14 @@ class LocalBackend(LocalModel):
         """Evaluate `request`'s prompt into the KV cache in the background if the model is
         idle; False if it was busy or not loaded. Whatever it evaluated before a request
         stopped it stays cached."""
-        if self._state != LocalState.READY or self._closed or self._jobs:
+        if self._state == LocalState.LOADING and not self._closed:
+            # Read once loaded: the last place asked for is where the first keystroke will be.
+            self._after_load = (request, asyncio.get_running_loop())
+            return True
+        if self._state != LocalState.READY or self._closed:
             return False
+        if any(not job.stop.is_set() for job in self._jobs):
+            return False  # a request is under way (one told to stop is ending: queue behind it)
         self._stop_prefills()
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._prefills.add(job)
@@ -254,6 +377,8 @@ class LocalBackend(LocalModel):
     def _stop_prefills(self) -> None:
         for job in self._prefills:
             job.stop.set()
+        for stop in self._idle_stops:
+            stop.set()
 
     async def wait_idle(self) -> None:
         """Return once every job submitted so far has finished on the worker thread."""
@@ -263,8 +388,11 @@ class LocalBackend(LocalModel):
         if self._closed:
             return
         self._closed = True
+        if self._auto is not None:
+            self._auto.stop()
         for job in self._jobs:
             job.stop.set()
+        self._stop_prefills()
         await asyncio.wrap_future(self._worker.submit(self._free))
         self._worker.shutdown(wait=False)
 
@@ -280,6 +408,7 @@ class LocalBackend(LocalModel):
     ) -> AsyncIterator[ChatEvent]:
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
+        self._last_activity = time.monotonic()
         self._stop_prefills()  # a request goes first: a prefill in its way stops now
         try:
             future = self._worker.submit(self._run, job, body)
@@ -305,6 +434,7 @@ class LocalBackend(LocalModel):
             job.stop.set()
             future.cancel()
             self._jobs.discard(job)
+            self._last_activity = time.monotonic()
 
     def _run(self, job: Job, body: Callable[[Job], None]) -> None:
         try:

@@ -7,11 +7,10 @@
  *
  * Usage: node drive.mjs '<JSON plan>'; the plan's fields are documented on `Plan` below.
  */
-import { existsSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-import puppeteer from "puppeteer-core";
+import { goToLineEnd, launchBrowser, openFile, waitForServer } from "./workbench.mjs";
 
 /**
  * @typedef {object} Plan
@@ -27,6 +26,9 @@ import puppeteer from "puppeteer-core";
  *                                 came within `ghostWaitMs` (default 1: no retyping)
  * @property {number} [ghostWaitMs] wait for the ghost text per attempt (default `timeoutMs`)
  * @property {string} statusText   text the gateway-ls status bar item must contain ("" for any)
+ * @property {boolean} [suggestWidget] with the ghost text shown, open the suggest widget
+ *                                 (Ctrl+Space) and report its rows: the suggestion must not be
+ *                                 listed there as well
  * @property {string} artifacts    folder for screenshots
  * @property {string} [browser]    the Chromium executable (default /usr/bin/chromium)
  * @property {number} [timeoutMs]  budget of each wait (default 60 s)
@@ -41,28 +43,8 @@ const prefix = plan.prefix ?? "vscode";
 const report = { steps: [] };
 const steps = /** @type {string[]} */ (report.steps);
 
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--disable-dev-shm-usage",
-  "--window-size=1280,800",
-];
-
 mkdirSync(plan.artifacts, { recursive: true });
-const profile = mkdtempSync(join(tmpdir(), "gateway-ls-chromium-"));
-const browser = await puppeteer.launch({
-  executablePath: plan.browser ?? "/usr/bin/chromium",
-  headless: true,
-  args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`],
-  defaultViewport: { width: 1280, height: 800 },
-  timeout,
-});
+const { browser, close } = await launchBrowser(plan.browser ?? "/usr/bin/chromium", timeout);
 let failed = false;
 try {
   const page = await browser.newPage();
@@ -70,43 +52,9 @@ try {
   /** @param {string} name */
   const shot = (name) => page.screenshot({ path: join(plan.artifacts, `${prefix}-${name}.png`) });
 
-  await page.goto(plan.url, { waitUntil: "domcontentloaded" });
-  await page.waitForSelector(".monaco-workbench .part.editor", { visible: true });
-  await page.waitForSelector(".statusbar-item", { visible: true });
-  steps.push("workbench loaded");
-
-  // Quick Open the file.
-  await page.keyboard.down("Control");
-  await page.keyboard.press("KeyP");
-  await page.keyboard.up("Control");
-  await page.waitForSelector(".quick-input-widget input", { visible: true });
-  await page.keyboard.type(plan.file, { delay: 20 });
-  await page.waitForFunction(
-    (name) =>
-      [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((row) =>
-        row.textContent?.includes(name),
-      ),
-    {},
-    plan.file,
-  );
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(
-    (name) =>
-      [...document.querySelectorAll(".tabs-container .tab")].some((tab) =>
-        tab.textContent?.includes(name),
-      ),
-    {},
-    plan.file,
-  );
-  await page.waitForSelector(".editor-instance .monaco-editor .view-lines", { visible: true });
+  await openFile(page, plan.url, plan.file);
   steps.push(`opened ${plan.file}`);
-
-  // The extension starts the server once the workbench is up; until the server answers, the
-  // status bar item shows a slashed circle. Typing before that would go unseen by the server.
-  await page.waitForFunction(() => {
-    const item = document.querySelector('[id$="gatewayLs.status"]');
-    return item !== null && item.querySelector(".codicon-circle-slash") === null;
-  });
+  await waitForServer(page);
   report.statusBarBefore = await statusBarText(page);
   steps.push("the server is running");
 
@@ -123,14 +71,7 @@ try {
   }
 
   // Go to the end of the line and type, as a user would.
-  await page.click(".editor-instance .monaco-editor .view-lines");
-  await page.keyboard.down("Control");
-  await page.keyboard.press("KeyG");
-  await page.keyboard.up("Control");
-  await page.waitForSelector(".quick-input-widget input", { visible: true });
-  await page.keyboard.type(`${plan.line}`, { delay: 20 });
-  await page.keyboard.press("Enter");
-  await page.keyboard.press("End");
+  await goToLineEnd(page, plan.line);
   await page.keyboard.type(plan.type, { delay: 60 });
   steps.push(`typed ${JSON.stringify(plan.type)} on line ${plan.line}`);
 
@@ -164,6 +105,31 @@ try {
   const firstLine = await ghostText(page, ".monaco-editor .ghost-text-decoration");
   steps.push("ghost text shown");
   await shot("ghost-text");
+
+  if (plan.suggestWidget) {
+    steps.push("opening the suggest widget");
+    report.suggestRows = await suggestWidgetRows(page);
+    steps.push("the suggest widget listed its rows");
+    await shot("suggest-widget");
+    await page.keyboard.press("Escape");
+    steps.push("closed the suggest widget");
+    // Escape may have hidden the ghost text too: retype the last character to bring it back.
+    const shown = await ghostText(page, '.monaco-editor [class*="ghost-text"]');
+    if (!shown.includes(plan.ghostText) || shown.trim() === "") {
+      await page.keyboard.press("Backspace");
+      await page.keyboard.type(plan.type.slice(-1));
+      await page.waitForFunction(
+        (expected) =>
+          [...document.querySelectorAll('.monaco-editor [class*="ghost-text"]')]
+            .map((node) => node.textContent ?? "")
+            .join("")
+            .replace(/\u00a0/g, " ")
+            .includes(expected),
+        { timeout: plan.ghostWaitMs ?? timeout },
+        plan.ghostText,
+      );
+    }
+  }
 
   // The status bar names the endpoint that served the suggestion.
   await page.waitForFunction(
@@ -227,8 +193,7 @@ try {
       .catch(() => undefined);
   }
 } finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
 }
 process.stdout.write(JSON.stringify(report) + "\n");
 process.exit(failed ? 1 : 0);
@@ -244,6 +209,30 @@ async function ghostText(page, selector) {
       .map((node) => node.textContent ?? "")
       .join("")
       .replace(/\u00a0/g, " "),
+  );
+}
+
+/**
+ * Opens the suggest widget with Ctrl+Space and returns its rows once every provider answered
+ * (a provider still at work shows "Loading..."); a widget with nothing in it says so.
+ * @param {import("puppeteer-core").Page} page
+ */
+async function suggestWidgetRows(page) {
+  await page.keyboard.down("Control");
+  await page.keyboard.press("Space");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".suggest-widget .monaco-list-row, .suggest-widget .message", {
+    visible: true,
+  });
+  await page.waitForFunction(() => {
+    const message = /** @type {HTMLElement | null} */ (document.querySelector(".suggest-widget .message"));
+    const shown = message !== null && message.offsetParent !== null;
+    return !shown || !(message.textContent ?? "").includes("Loading");
+  });
+  // A provider answering late adds its rows to an open widget: give one a moment.
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  return page.$$eval(".suggest-widget .monaco-list-row", (rows) =>
+    rows.map((row) => (row.textContent ?? "").replace(/\u00a0/g, " ")),
   );
 }
 

@@ -1,0 +1,125 @@
+// @ts-check
+/**
+ * The steps every code-server drive shares: Chromium launched through puppeteer-core, a file
+ * opened by Quick Open, the extension's server waited for, the cursor put on a line.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import puppeteer from "puppeteer-core";
+
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+  "--window-size=1280,800",
+];
+
+/**
+ * Chromium with a throwaway profile; `close` removes the profile.
+ * @param {string} executable
+ * @param {number} timeout
+ */
+export async function launchBrowser(executable, timeout) {
+  const profile = mkdtempSync(join(tmpdir(), "gateway-ls-chromium-"));
+  const browser = await puppeteer.launch({
+    executablePath: executable,
+    headless: true,
+    args: [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`],
+    defaultViewport: { width: 1280, height: 800 },
+    timeout,
+  });
+  return {
+    browser,
+    close: async () => {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Loads the workbench and opens `file` with Quick Open.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} url
+ * @param {string} file
+ */
+export async function openFile(page, url, file) {
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench .part.editor", { visible: true });
+  await page.waitForSelector(".statusbar-item", { visible: true });
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyP");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget input", { visible: true });
+  await page.keyboard.type(file, { delay: 20 });
+  await page.waitForFunction(
+    (name) =>
+      [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((row) =>
+        row.textContent?.includes(name),
+      ),
+    {},
+    file,
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (name) =>
+      [...document.querySelectorAll(".tabs-container .tab")].some((tab) =>
+        tab.textContent?.includes(name),
+      ),
+    {},
+    file,
+  );
+  await page.waitForSelector(".editor-instance .monaco-editor .view-lines", { visible: true });
+}
+
+/**
+ * The extension starts the server once the workbench is up; until the server answers, the status
+ * bar item shows a slashed circle. Typing before that would go unseen by the server.
+ * @param {import("puppeteer-core").Page} page
+ */
+export async function waitForServer(page) {
+  await page.waitForFunction(() => {
+    const item = document.querySelector('[id$="gatewayLs.status"]');
+    return item !== null && item.querySelector(".codicon-circle-slash") === null;
+  });
+}
+
+/**
+ * Puts the cursor at the end of a 1-based line, with Go to Line as a user would.
+ * @param {import("puppeteer-core").Page} page
+ * @param {number} line
+ */
+export async function goToLineEnd(page, line) {
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyG");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget input", { visible: true });
+  await page.keyboard.type(`${line}`, { delay: 20 });
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("End");
+}
+
+/**
+ * The editor's text as shown, decorations' injected text included, no-break spaces as spaces.
+ * @param {import("puppeteer-core").Page} page
+ */
+export async function editorLines(page) {
+  return page.$$eval(".editor-instance .monaco-editor .view-lines .view-line", (nodes) =>
+    nodes
+      .map((node) => ({
+        top: Number.parseFloat(/** @type {HTMLElement} */ (node).style.top) || 0,
+        text: (node.textContent ?? "").replace(/\u00a0/g, " "),
+      }))
+      .sort((a, b) => a.top - b.top)
+      .map((line) => line.text),
+  );
+}

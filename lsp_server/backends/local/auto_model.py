@@ -1,0 +1,239 @@
+"""`[local] model = "auto"` at run time: calibrate in the background, choose, adapt, switch.
+
+One thread of its own does the slow parts: it opens each installed preset that has no
+calibration yet and measures it on the model's worker thread while the model is idle (a
+request stops it at once; it is tried again later), then chooses (`auto_choice.choose`) and
+has the backend switch to the choice. While serving it counts misses and answers with room
+(`Adapter`) and steps down or back up. A switch opens the new model on this thread and swaps
+it in on the worker thread between two jobs, so no keystroke ever sees half a switch; each is
+logged and listed in the status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from lsp_server.backends.bundled_model import ensure_preset_model
+from lsp_server.backends.local.auto_choice import (
+    MISSES_TO_STEP_DOWN,
+    Adapter,
+    Candidate,
+    choose,
+    predicted_keystroke_s,
+    ranked,
+    step_below,
+)
+from lsp_server.backends.local.calibration import Speed, measure
+from lsp_server.backends.local.loading import open_model
+from lsp_server.backends.local.machine_fit import candidates, remember
+from lsp_server.backends.model_presets import ModelPreset
+from lsp_server.config.model import LocalConfig
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The model counts as idle once nothing has asked it for this long.
+IDLE_S = 2.0
+_POLL_S = 0.5
+_TRIES = 5  # calibrations stopped by requests this many times wait for the next start
+_SWITCHES_KEPT = 10
+
+
+class ModelHost(Protocol):
+    """What the backend lets the chooser do."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def idle_for(self) -> float:
+        """Seconds since the model last served or was asked."""
+        ...
+
+    def run_when_idle(self, work: Callable[[threading.Event], T]) -> T | None:
+        """Run `work` on the model's worker thread, stopped (its event set) by any request;
+        blocks; None if it could not run."""
+        ...
+
+    def switch_to(self, preset: ModelPreset, llm: Llama) -> None:
+        """Serve `llm` from the next job on; blocks until swapped."""
+        ...
+
+
+class AutoModel:
+    def __init__(self, config: LocalConfig, host: ModelHost) -> None:
+        self._config = config
+        self._host = host
+        self._adapter = Adapter(config.deadline_ms)
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._candidates: list[Candidate] = []
+        self.serving: ModelPreset | None = None
+        self.reason = ""
+        self.switches: deque[dict[str, Any]] = deque(maxlen=_SWITCHES_KEPT)
+
+    def initial(self) -> ModelPreset | None:
+        """The preset to load first, from the calibrations kept (no measuring here)."""
+        self._candidates = candidates(self._config)
+        chosen = choose(self._candidates, self._config.deadline_ms)
+        self.serving = chosen
+        self.reason = self._why(chosen)
+        return chosen
+
+    def start(self) -> None:
+        """Calibrate and adapt in the background from now on (once the model is loaded)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="gateway-ls-local-auto", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._wake.set()
+
+    # What the backend reports
+
+    def answered(self, first_text_s: float) -> None:
+        self._adapter.answered(first_text_s)
+        if self._adapter.step_up:
+            self._wake.set()
+
+    def missed(self) -> None:
+        self._adapter.missed()
+        if self._adapter.step_down:
+            self._wake.set()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "preset": self.serving.name if self.serving else "",
+            "reason": self.reason,
+            "switches": list(self.switches),
+            "calibration": [
+                {
+                    "preset": c.preset.name,
+                    "installed": c.installed,
+                    "prompt_tps": round(c.speed.prompt_tps, 1) if c.speed else None,
+                    "generation_tps": round(c.speed.generation_tps, 1) if c.speed else None,
+                    "predicted_keystroke_ms": (
+                        round(predicted_keystroke_s(c.speed) * 1000) if c.speed else None
+                    ),
+                    "fits": c.fits(self._config.deadline_ms),
+                }
+                for c in self._candidates
+            ],
+        }
+
+    # The thread
+
+    def _run(self) -> None:
+        try:
+            self._calibrate_missing()
+            best = choose(self._candidates, self._config.deadline_ms)
+            if best is not None and best != self.serving:
+                self._switch(best, self._why(best))
+            elif best is not None:
+                self.reason = self._why(best)
+            self._adapt()
+        except Exception:  # never take the server down: the model in use stays
+            log.exception("choosing the local model failed; keeping %s", self.serving)
+
+    def _calibrate_missing(self) -> None:
+        for preset in ranked([c.preset for c in self._candidates if c.installed]):
+            if self._candidate(preset).speed is not None:
+                continue
+            speed = self._calibrate(preset)
+            if self._host.closed:
+                return
+            if speed is not None:
+                self._candidates = [
+                    replace(c, speed=speed) if c.preset == preset else c for c in self._candidates
+                ]
+
+    def _calibrate(self, preset: ModelPreset) -> Speed | None:
+        for _ in range(_TRIES):
+            if not self._wait_idle():
+                return None
+            llm = self._open(preset)
+
+            def measured(stop: threading.Event, llm: Llama = llm) -> Speed | None:
+                return measure(llm, stop)
+
+            try:
+                speed = self._host.run_when_idle(measured)
+            finally:
+                llm.close()
+            if speed is not None:
+                remember(preset, self._config, speed)
+                log.info(
+                    "local model %s calibrated: %.0f prompt tokens/s, %.1f generated tokens/s",
+                    preset.name,
+                    speed.prompt_tps,
+                    speed.generation_tps,
+                )
+                return speed
+        return None
+
+    def _adapt(self) -> None:
+        while not self._host.closed:
+            self._wake.wait()
+            self._wake.clear()
+            if self._host.closed or self.serving is None:
+                return
+            if self._adapter.step_down:
+                lower = step_below(self.serving.name, self._candidates)
+                if lower is not None:
+                    self._switch(lower, f"missed the deadline {MISSES_TO_STEP_DOWN} times in a row")
+                self._adapter.reset()
+            elif self._adapter.step_up:
+                best = choose(self._candidates, self._config.deadline_ms)
+                if best is not None and best != self.serving:
+                    self._switch(best, "room again within the deadline")
+                self._adapter.reset()
+
+    def _switch(self, preset: ModelPreset, reason: str) -> None:
+        if not self._wait_idle():
+            return
+        previous = self.serving.name if self.serving else ""
+        llm = self._open(preset)
+        self._host.switch_to(preset, llm)
+        self.serving = preset
+        self.reason = reason
+        self.switches.append(
+            {"at": time.time(), "from": previous, "to": preset.name, "reason": reason}
+        )
+        log.warning("local model: %s -> %s (%s)", previous, preset.name, reason)
+
+    def _open(self, preset: ModelPreset) -> Llama:
+        path = ensure_preset_model(preset)
+        return open_model(
+            path,
+            replace(self._config, model=preset.name, model_path=""),
+            chat_format=preset.chat_format,
+        )
+
+    def _wait_idle(self) -> bool:
+        while not self._host.closed:
+            if self._host.idle_for() >= IDLE_S:
+                return True
+            time.sleep(_POLL_S)
+        return False
+
+    def _candidate(self, preset: ModelPreset) -> Candidate:
+        return next(c for c in self._candidates if c.preset == preset)
+
+    def _why(self, chosen: ModelPreset | None) -> str:
+        if chosen is None:
+            return "no preset installed"
+        match = next((c for c in self._candidates if c.preset == chosen), None)
+        if match is not None and match.fits(self._config.deadline_ms):
+            return "the best installed preset that fits the deadline"
+        return "no calibration fits yet: the bundled default or the smallest installed"

@@ -1,0 +1,95 @@
+"""What `gateway-ls doctor` says of the local model's choice: the calibration table, what
+`[local] model = "auto"` picks from it, the switches running servers made, and how to install
+a better preset.
+
+Presets installed but not yet calibrated are measured here (a second or two each): doctor is
+no keystroke, and the figures are kept for the servers that start later.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from lsp_server.backends.local.auto_choice import Candidate, choose, predicted_keystroke_s, ranked
+from lsp_server.backends.local.machine_fit import calibrate, candidates
+from lsp_server.backends.model_presets import ModelPreset
+from lsp_server.cli.table import render_table
+from lsp_server.config.model import LOCAL_MODEL_AUTO, LocalConfig
+from lsp_server.routing.status_file import read_running
+
+
+def print_local_choice(config: LocalConfig) -> None:
+    found = _calibrated(config)
+    deadline = config.deadline_ms
+    print()
+    print(f"local presets on this machine (n_threads {config.n_threads or 'all cores'}):")
+    print(
+        render_table(
+            ["preset", "installed", "prompt t/s", "gen t/s", "warm keystroke ms", "fits"],
+            [_row(c, deadline) for c in found],
+        )
+    )
+    chosen = choose(found, deadline)
+    if config.model_path:
+        print(f"local model: {config.model_path} (local.model_path)")
+    elif config.model != LOCAL_MODEL_AUTO:
+        print(f"local model: {config.model or 'the bundled default'} (local.model)")
+    else:
+        name = chosen.name if chosen else "none installed"
+        print(f'local model: {name} (model = "auto", fits {deadline} ms with margin)')
+        _print_better(found, chosen)
+    _print_switches()
+
+
+def _calibrated(config: LocalConfig) -> list[Candidate]:
+    found = candidates(config)
+    for candidate in found:
+        if candidate.installed and candidate.speed is None:
+            print(f"calibrating {candidate.preset.name} ...", file=sys.stderr)
+            try:
+                calibrate(candidate.preset, config)
+            except Exception as exc:  # a preset that cannot load is reported, not fatal
+                print(f"{candidate.preset.name}: cannot calibrate: {exc}", file=sys.stderr)
+    return candidates(config)
+
+
+def _row(candidate: Candidate, deadline_ms: int) -> tuple[object, ...]:
+    speed = candidate.speed
+    return (
+        candidate.preset.name,
+        "yes" if candidate.installed else "no",
+        speed.prompt_tps if speed else None,
+        speed.generation_tps if speed else None,
+        round(predicted_keystroke_s(speed) * 1000) if speed else None,
+        ("yes" if candidate.fits(deadline_ms) else "no") if speed else "-",
+    )
+
+
+def _print_better(found: list[Candidate], chosen: ModelPreset | None) -> None:
+    """Name the presets ranked above the choice that are not installed, and how to get them."""
+    order = ranked([c.preset for c in found])
+    above = order[: order.index(chosen)] if chosen in order else order
+    missing = [c.preset for c in found if not c.installed and c.preset in above]
+    for preset in missing:
+        pull = f" or `gateway-ls model pull {preset.name}`" if preset.hub else ""
+        print(
+            f"hint: {preset.name} ({preset.exact_lines} % exact lines on bench_quality) is not "
+            f"installed: `{preset.install_hint}`{pull}; doctor then measures whether it fits"
+        )
+
+
+def _print_switches() -> None:
+    for status in read_running():
+        local: Any = status.get("local") if isinstance(status, dict) else None
+        auto = local.get("auto") if isinstance(local, dict) else None
+        switches = auto.get("switches") if isinstance(auto, dict) else None
+        for switch in switches if isinstance(switches, list) else []:
+            if not isinstance(switch, dict):
+                continue
+            at = time.strftime("%H:%M:%S", time.localtime(float(switch.get("at", 0))))
+            print(
+                f"running server {status.get('pid', '?')}: at {at} the local model went "
+                f"{switch.get('from')} -> {switch.get('to')} ({switch.get('reason')})"
+            )

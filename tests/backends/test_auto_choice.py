@@ -1,0 +1,124 @@
+"""How `[local] model = "auto"` ranks, fits and adapts, from calibration figures."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lsp_server.backends.local import auto_choice
+from lsp_server.backends.local.auto_choice import (
+    Adapter,
+    Candidate,
+    choose,
+    fits,
+    predicted_keystroke_s,
+    step_below,
+)
+from lsp_server.backends.local.calibration import CalibrationCache, MachineKey, Speed
+from lsp_server.backends.model_presets import GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B
+
+FAST = Speed(prompt_tps=150.0, generation_tps=40.0)  # 0.35 s a keystroke
+MIDDLING = Speed(prompt_tps=50.0, generation_tps=14.0)  # 1.02 s
+SLOW = Speed(prompt_tps=25.0, generation_tps=8.0)  # 1.82 s
+
+
+def everything_installed(gemma: Speed | None, small: Speed | None, large: Speed | None) -> list:
+    return [
+        Candidate(GEMMA_3_270M, True, gemma),
+        Candidate(QWEN_CODER_0_5B, True, small),
+        Candidate(QWEN_CODER_1_5B, True, large),
+    ]
+
+
+def test_the_prediction_is_a_keystrokes_prompt_and_a_line() -> None:
+    assert predicted_keystroke_s(MIDDLING) == pytest.approx(8 / 50 + 12 / 14)
+    assert fits(MIDDLING, 1500) and not fits(SLOW, 1500) and fits(SLOW, 2500)
+
+
+def test_the_best_preset_that_fits_is_chosen() -> None:
+    assert choose(everything_installed(FAST, MIDDLING, SLOW), 1500) == QWEN_CODER_0_5B
+    assert choose(everything_installed(FAST, MIDDLING, SLOW), 3000) == QWEN_CODER_1_5B
+    assert choose(everything_installed(FAST, SLOW, SLOW), 1500) == GEMMA_3_270M
+
+
+def test_a_preset_not_installed_is_never_chosen() -> None:
+    found = everything_installed(FAST, MIDDLING, FAST)
+    found[2] = replace(found[2], installed=False)
+    assert choose(found, 1500) == QWEN_CODER_0_5B
+
+
+def test_before_any_calibration_the_bundled_default_serves_as_today() -> None:
+    assert choose(everything_installed(None, None, None), 1500) == GEMMA_3_270M
+    only_qwen = [
+        Candidate(GEMMA_3_270M, False, None),
+        Candidate(QWEN_CODER_0_5B, True, None),
+        Candidate(QWEN_CODER_1_5B, True, None),
+    ]
+    assert choose(only_qwen, 1500) == QWEN_CODER_0_5B  # the smallest installed
+    assert choose([Candidate(GEMMA_3_270M, False, None)], 1500) is None
+
+
+def test_stepping_down_goes_to_the_next_installed_preset_below() -> None:
+    found = everything_installed(FAST, MIDDLING, SLOW)
+    assert step_below(QWEN_CODER_1_5B.name, found) == QWEN_CODER_0_5B
+    assert step_below(GEMMA_3_270M.name, found) is None
+    found[1] = replace(found[1], installed=False)
+    assert step_below(QWEN_CODER_1_5B.name, found) == GEMMA_3_270M
+
+
+def test_the_adapter_steps_down_after_misses_in_a_row_only() -> None:
+    adapter = Adapter(1500)
+    adapter.missed()
+    adapter.missed()
+    adapter.answered(0.9)  # an answer breaks the run
+    adapter.missed()
+    adapter.missed()
+    assert not adapter.step_down
+    adapter.missed()
+    assert adapter.step_down
+
+
+def test_the_adapter_steps_up_after_a_while_with_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(auto_choice.time, "monotonic", lambda: clock[0])
+    adapter = Adapter(1500)
+    for _ in range(auto_choice.ANSWERS_WITH_ROOM):
+        adapter.answered(0.3)
+    assert not adapter.step_up  # too soon after the last switch
+    clock[0] += auto_choice.STEP_UP_AFTER_S
+    assert adapter.step_up
+    adapter.answered(1.2)  # no room: the count starts again
+    assert not adapter.step_up
+
+
+def test_calibrations_are_kept_by_machine_file_build_and_threads(tmp_path: Path) -> None:
+    cache = CalibrationCache(tmp_path / "calibration.json")
+    key = MachineKey("AMD EPYC", 2, "ab" * 32, "0.3.36", 1)
+    assert cache.get(key) is None
+    cache.put(key, MIDDLING)
+    assert CalibrationCache(tmp_path / "calibration.json").get(key) == MIDDLING
+    for other in (replace(key, threads=2), replace(key, llama_cpp="0.3.37"), replace(key, cores=4)):
+        assert cache.get(other) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "not json",
+        "[1, 2]",
+        json.dumps({"AMD EPYC|2|" + "ab" * 32 + "|0.3.36|1": {"prompt_tps": "x"}}),
+        json.dumps(
+            {"AMD EPYC|2|" + "ab" * 32 + "|0.3.36|1": {"prompt_tps": -1, "generation_tps": 3}}
+        ),
+    ],
+)
+def test_a_damaged_calibration_file_counts_as_none(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_text(content)
+    key = MachineKey("AMD EPYC", 2, "ab" * 32, "0.3.36", 1)
+    assert CalibrationCache(path).get(key) is None
+    CalibrationCache(path).put(key, FAST)  # and is replaced by the next measurement
+    assert CalibrationCache(path).get(key) == FAST
