@@ -111,7 +111,7 @@ test-vscode:
 	fi
 
 bench: setup redis-server
-	for name in bench_lsp_overhead bench_routing bench_gateway bench_agent_turn bench_local bench_privacy bench_shared_state bench_quality; do \
+	for name in bench_lsp_overhead bench_routing bench_gateway bench_agent_turn bench_team bench_local bench_privacy bench_shared_state bench_quality; do \
 		$(BIN)/python -m bench.$$name || exit 1; \
 	done
 	$(BIN)/python -m bench.reliability_report

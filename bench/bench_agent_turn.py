@@ -138,7 +138,7 @@ class Sessions:
 
 
 def responses_done(text: str) -> bool:
-    return "event: response.completed" in text and "The tool said: rain in Oslo" in text
+    return "response.completed" in text and "The tool said: rain in Oslo" in text
 
 
 def chat_done(text: str) -> bool:

@@ -12,7 +12,10 @@ four requests, interleaved so the machine's noise falls on all alike:
 - next edit, through the server: `textDocument/copilotInlineEdit` (region, history, privacy
   over every part, routing, the answer turned into minimal edits, positions).
 
-"Added" is the served p50 minus the direct p50 of the same kind.
+"Added" is the served p50 minus the direct p50 of the same kind. Wall time on a shared machine
+is noisy, so the core's own CPU per request is measured too, in this process: the suggestion
+and next-edit services on an endpoint that answers at once without a network (the same answer
+bodies), the model call left out.
 
 Run from the repository root: `python -m bench.bench_next_edit_path [--requests 500]`.
 """
@@ -24,6 +27,7 @@ import asyncio
 import os
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from lsprotocol import types
@@ -37,8 +41,10 @@ from bench.bench_lsp_overhead import (
     through_server_ms,
     zero_latency_endpoint,
 )
+from lsp_server.backends.base import Backend, ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
-from lsp_server.config.model import EndpointConfig
+from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.core.engine import Engine
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
@@ -132,12 +138,76 @@ async def measure(requests: int, workdir: Path) -> dict[str, list[float]]:
     return samples
 
 
+class InstantBackend(Backend):
+    """Answers at once, in process: what remains of a request's time is the core's own."""
+
+    name = "instant"
+
+    def __init__(self, config: EndpointConfig) -> None:
+        self.config = config
+
+    async def complete(
+        self, request: CompletionRequest, usage: Usage | None = None
+    ) -> AsyncIterator[str]:
+        yield "compute(a, b)\n"
+
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+        yield "compute(a, b)\n"
+
+    async def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+        yield "compute(a, b)\n"
+
+
+async def core_cpu_ms(requests: int) -> dict[str, list[float]]:
+    """CPU per request of the suggestion and next-edit services (assembly, privacy, routing,
+    cleaning or minimal edits), the model call answering at once in process."""
+    endpoint = EndpointConfig(
+        name="instant",
+        kind="inception",
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        roles=("inline", "edit"),
+    )
+    config = Config(
+        routing=RoutingConfig(offline="never", context=False),
+        local=LocalConfig(enabled=False),
+        endpoints=(endpoint,),
+    )
+    engine = Engine(config, remote_factory=InstantBackend)
+    source = "".join(f"value_{i} = \n" for i in range(LINES))
+    uri = "file:///bench/edits.py"
+    engine.next_edits.opened(uri, source)
+    for line in (3, 40, 90):  # a history of three edits, as a prompt usually carries
+        source = source.replace(f"value_{line} = ", f"value_{line} = {line}", 1)
+        engine.next_edits.changed(uri, source, line)
+    cpu: dict[str, list[float]] = {"inline": [], "edit": []}
+    try:
+        for index in range(requests):
+            line = index % LINES
+            offset = source.index(f"value_{line} = ") + len(f"value_{line} = ")
+            started = time.process_time()
+            await engine.suggestions.suggest(uri=uri, text=source, offset=offset, language="python")
+            cpu["inline"].append((time.process_time() - started) * 1000)
+            started = time.process_time()
+            edit = await engine.next_edits.predict(
+                uri=uri, text=source, offset=offset, language="python"
+            )
+            cpu["edit"].append((time.process_time() - started) * 1000)
+            if not edit.edits:
+                raise RuntimeError("no next edit: the service did not route it")
+            engine.cache.invalidate(uri)
+    finally:
+        await engine.aclose()
+    return cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gateway-ls-bench-") as tmp:
         samples = asyncio.run(measure(args.requests, Path(tmp)))
+    cpu = asyncio.run(core_cpu_ms(args.requests))
     print(f"\n{args.requests} rounds against a zero-latency endpoint, interleaved (ms)\n")
     print(f"{'':<36}{'p50':>9}{'p90':>9}{'p99':>9}")
     for label, values in samples.items():
@@ -158,6 +228,13 @@ def main() -> None:
         f"(target {ADDED_P50_TARGET_MS} ms); the inline path's: {inline_added:.2f} ms; "
         f"the edit path's own beyond the inline path's: {edit_added - inline_added:.2f} ms"
     )
+    print("\nthe core's own CPU per request, in process, the model answering at once (ms)\n")
+    print(f"{'':<36}{'p50':>9}{'p90':>9}{'p99':>9}")
+    for kind, values in cpu.items():
+        print(
+            f"{kind:<36}{quantile(values, 0.5):>9.3f}{quantile(values, 0.9):>9.3f}"
+            f"{quantile(values, 0.99):>9.3f}"
+        )
 
 
 if __name__ == "__main__":

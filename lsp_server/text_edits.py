@@ -3,8 +3,7 @@
 A line diff whose changed blocks are narrowed to the characters that differ; a boundary never
 falls between the two characters of a \\r\\n, which no editor position can name. Refactors and
 next-edit predictions both answer with a rewritten stretch of a document and hand the editor
-these edits, never a whole replacement; each front door turns the offsets into its own
-positions.
+these edits, never a whole replacement; each front door turns the offsets into its positions.
 """
 
 from __future__ import annotations
@@ -16,22 +15,40 @@ from dataclasses import dataclass
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetEdit:
-    """Replace `text[start:end]` of the old text with `new_text`."""
-
-    start: int
-    end: int
-    new_text: str
-
-
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, split where LSP splits them: at \\n, \\r\\n and \\r only."""
     return _LINE.findall(text)
 
 
-def minimal_offset_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
-    """Sorted, non-overlapping edits turning `old_text` into `new_text`."""
+@dataclass(frozen=True, slots=True)
+class OffsetEdit:
+    """Replace `document[start:end]` with `text`; offsets into the document as it was."""
+
+    start: int
+    end: int
+    text: str
+
+
+def apply_edits(text: str, edits: list[OffsetEdit]) -> str:
+    """`text` with `edits` applied, all of them read against the original text."""
+    spans = sorted(
+        ((edit.start, edit.end, order, edit.text) for order, edit in enumerate(edits)),
+        key=lambda span: (span[0], span[2]),
+    )
+    pieces: list[str] = []
+    cursor = 0
+    for start, end, _, new_text in spans:
+        if start < cursor or end < start:
+            raise ValueError("overlapping or inverted text edits")
+        pieces += [text[cursor:start], new_text]
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def minimal_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
+    """Sorted, non-overlapping edits turning `old_text` into `new_text`: a line diff whose
+    changed blocks are narrowed to the characters that differ."""
     old_lines, new_lines = split_lines(old_text), split_lines(new_text)
     head = _common_prefix_length(old_lines, new_lines)
     tail = _common_prefix_length(old_lines[head:][::-1], new_lines[head:][::-1])
@@ -52,23 +69,11 @@ def minimal_offset_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
             new_starts[head + new_first],
             new_starts[head + new_last],
         )
-        if span is not None:
-            old_start, old_end, new_start, new_end = span
-            edits.append(OffsetEdit(old_start, old_end, new_text[new_start:new_end]))
+        if span is None:
+            continue
+        old_start, old_end, new_start, new_end = span
+        edits.append(OffsetEdit(old_start, old_end, new_text[new_start:new_end]))
     return edits
-
-
-def apply_offset_edits(text: str, edits: list[OffsetEdit]) -> str:
-    """`text` with `edits` applied, all read against the original text."""
-    pieces: list[str] = []
-    cursor = 0
-    for edit in sorted(edits, key=lambda e: e.start):
-        if edit.start < cursor or edit.end < edit.start:
-            raise ValueError("overlapping or inverted edits")
-        pieces += [text[cursor : edit.start], edit.new_text]
-        cursor = edit.end
-    pieces.append(text[cursor:])
-    return "".join(pieces)
 
 
 def _common_prefix_length(first: list[str], second: list[str]) -> int:
@@ -91,7 +96,8 @@ def _offsets(lines: list[str]) -> list[int]:
 def _narrow(
     old: str, new: str, old_start: int, old_end: int, new_start: int, new_end: int
 ) -> tuple[int, int, int, int] | None:
-    """A changed block shrunk by the characters it keeps at both ends."""
+    """A changed block shrunk by the characters it keeps at both ends; a boundary is never put
+    between the two characters of a \\r\\n, which no LSP position can name."""
     limit = min(old_end - old_start, new_end - new_start)
     prefix = 0
     while prefix < limit and old[old_start + prefix] == new[new_start + prefix]:
@@ -112,4 +118,6 @@ def _narrow(
 
 
 def _splits_crlf(text: str, offset: int) -> bool:
+    """Whether `offset` falls between the two characters of a \\r\\n, which no LSP position
+    can name."""
     return 0 < offset < len(text) and text[offset - 1] == "\r" and text[offset] == "\n"

@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "nextedit": 3,
     "routing": 4,
     "context": 4,
+    "limits": 4,
     "backends": 5,
     "privacy": 5,
     "config": 6,

@@ -31,6 +31,12 @@ from lsp_server.failures import FailureKind
 
 # A completion body larger than this is not a completion: refuse it rather than buffer it.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# Connections to one endpoint at once. An editor needs a handful; a team's gateway holds one per
+# streamed answer to an HTTP/1.1 upstream (llama.cpp, vLLM, a proxy), and 200 agents' turns
+# at once queued behind 16 connections (seconds of wait, then "no free connection"). Idle
+# ones beyond the kept-alive count are closed.
+MAX_CONNECTIONS = 512
+MAX_KEEPALIVE_CONNECTIONS = 64
 JSON_TYPE = "application/json"
 # One SSE event (and so one line) larger than this is not a token delta: the stream is refused
 # before the line is buffered whole, so an endless line costs at most this much memory.
@@ -96,7 +102,11 @@ def prepare() -> None:
 
 
 def _transport() -> CancellationSafeTransport:
-    limits = httpx.Limits(max_connections=16, max_keepalive_connections=8, keepalive_expiry=60)
+    limits = httpx.Limits(
+        max_connections=MAX_CONNECTIONS,
+        max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
+        keepalive_expiry=60,
+    )
     return CancellationSafeTransport(
         http2=True, limits=limits, verify=_ssl_context(), trust_env=False
     )

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from lsp_server.backends.base import ChatEvent, ChatRequest
+from lsp_server.config.model_names import AUTO
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.chat_route import AUTO
 from lsp_server.routing.router import Router
 from lsp_server.routing.sequential_route import Answered
 

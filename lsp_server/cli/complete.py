@@ -10,9 +10,10 @@ from pathlib import Path
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from lsp_server.config.model import Config
 from lsp_server.core.engine import Engine
+from lsp_server.failures import Refused
 from lsp_server.progress import StderrProgress
 from lsp_server.reasons import Reason
-from lsp_server.routing.endpoint_pool import LOCAL_NAME
+from lsp_server.routing.model_names import pinned_endpoint
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
 
 COMMAND_MIN_DEADLINE_MS = 20_000
@@ -55,14 +56,10 @@ def complete_at(
     except LocationError as error:
         raise UsageError(str(error)) from None
     if endpoint is not None:
-        names = [e.name for e in config.endpoints if "inline" in e.roles]
-        if config.local.enabled:
-            names.append(LOCAL_NAME)
-        if endpoint not in names:
-            raise UsageError(
-                f"--endpoint {endpoint!r} is not an inline endpoint of this configuration; "
-                f"choose one of: {', '.join(names) or '(none)'}"
-            )
+        try:
+            pinned_endpoint(config, endpoint, "inline")
+        except Refused as refused:
+            raise UsageError(f"--endpoint {endpoint!r}: {refused}") from None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

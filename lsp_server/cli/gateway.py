@@ -18,6 +18,7 @@ from lsp_server.core.engine import Engine
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens
+from lsp_server.gateway.metrics import GatewayMetrics
 from lsp_server.gateway.open_files import connection_limit
 from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
 from lsp_server.loopback import is_loopback
@@ -57,6 +58,17 @@ def _token_required_message(config: Config, host: str) -> str:
     )
 
 
+def _warn_unknown_clients(config: Config, clients: ClientTokens) -> None:
+    """A `[gateway.clients.NAME]` table that names no client is most likely a typo."""
+    unknown = sorted(set(config.gateway.clients) - set(clients.names))
+    if unknown and clients:
+        print(
+            "gateway-ls gateway: [gateway.clients] names no client with a token: "
+            + ", ".join(unknown),
+            file=sys.stderr,
+        )
+
+
 def _state_password(config: Config) -> str | None:
     variable = config.gateway.state_password_env
     if not variable or not config.gateway.state_url:
@@ -79,16 +91,19 @@ async def _serve(
     state_password: str | None,
 ) -> None:
     engine = Engine.for_process(config, on_model_progress=StderrProgress())
+    metrics = GatewayMetrics(lambda: engine.router.status()["endpoints"])
     link = None
     if config.gateway.state_url:
         link = RedisLink(config.gateway.state_url, state_password, engine.router.share_state())
+        engine.limits.share(config.gateway.state_url, state_password, metrics.observe_redis)
+    _warn_unknown_clients(config, clients)
     watcher = ConfigWatcher(config.source, engine.reconfigure, _report_config_error, loaded=config)
     publisher = StatusPublisher(engine.router.status, kind="gateway")
     limits = config.gateway
     server = _Server(
         uvicorn.Config(
             BodyDeadline(
-                create_app(engine, clients=clients),
+                create_app(engine, clients=clients, metrics=metrics),
                 timeout_s=limits.body_timeout_ms / 1000,
             ),
             host=host,

@@ -148,6 +148,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="variable holding the gateway's bearer token (default: [gateway] token_env)",
     )
+    stats.add_argument(
+        "--usage",
+        action="store_true",
+        help="with --url: spend and tokens per client and endpoint, from the usage ledger",
+    )
+    stats.add_argument(
+        "--period",
+        choices=("day", "month"),
+        default="day",
+        help="with --usage: the current UTC day (default) or month",
+    )
     stats.set_defaults(run=_run_stats)
 
     model = commands.add_parser("model", parents=[common], help="local-model presets")
@@ -221,7 +232,12 @@ def _run_model_pull(args: argparse.Namespace, config: Config) -> int:
 
 
 def _run_stats(args: argparse.Namespace, config: Config) -> int:
-    from lsp_server.cli.stats import print_stats
+    from lsp_server.cli.stats import print_stats, print_usage
 
     token_env = (args.token_env,) if args.token_env else config.gateway.token_env
+    if args.usage:
+        if args.url is None:
+            print("gateway-ls stats: --usage reads a gateway: give its --url", file=sys.stderr)
+            return EXIT_USAGE
+        return print_usage(url=args.url, period=args.period, as_json=args.json, token_env=token_env)
     return print_stats(url=args.url, as_json=args.json, token_env=token_env)

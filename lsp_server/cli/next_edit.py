@@ -21,11 +21,13 @@ from lsp_server.cli.complete import (
 )
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from lsp_server.config.model import Config
+from lsp_server.config.model_names import LOCAL
 from lsp_server.core.engine import Engine
+from lsp_server.failures import Refused
 from lsp_server.progress import StderrProgress
-from lsp_server.routing.endpoint_pool import LOCAL_NAME
+from lsp_server.routing.model_names import pinned_endpoint
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
-from lsp_server.text_edits import apply_offset_edits
+from lsp_server.text_edits import apply_edits
 
 
 def next_edit_at(
@@ -36,14 +38,10 @@ def next_edit_at(
     except LocationError as error:
         raise UsageError(str(error)) from None
     if endpoint is not None:
-        names = [e.name for e in config.endpoints if "edit" in e.roles]
-        if config.local.enabled:
-            names.append(LOCAL_NAME)
-        if endpoint not in names:
-            raise UsageError(
-                f"--endpoint {endpoint!r} is not an edit endpoint of this configuration; "
-                f"choose one of: {', '.join(names) or '(none)'}"
-            )
+        try:
+            pinned_endpoint(config, endpoint, "edit")
+        except Refused as refused:
+            raise UsageError(f"--endpoint {endpoint!r}: {refused}") from None
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -77,7 +75,7 @@ async def _diff(
         await engine.context.settled()
         model = engine.router.pool.local_model
         if model is not None and (
-            pinned == LOCAL_NAME or engine.router.answerers("edit").local_must_answer
+            pinned == LOCAL or engine.router.answerers("edit").local_must_answer
         ):
             await model.ensure_loaded()
         edit = await engine.next_edits.predict(
@@ -92,7 +90,7 @@ async def _diff(
             f"gateway-ls: {edit.endpoint} ({edit.reason}, {edit.latency_ms:.0f} ms){note}",
             file=sys.stderr,
         )
-        after = apply_offset_edits(text, list(edit.edits))
+        after = apply_edits(text, list(edit.edits))
         name = str(path)
         return "".join(
             difflib.unified_diff(

@@ -14,13 +14,52 @@ from lsp_server.cli.table import render_table
 from lsp_server.routing.status_file import read_running
 
 
+def print_usage(*, url: str, period: str, as_json: bool, token_env: Sequence[str] = ()) -> int:
+    """Spend and tokens per client and endpoint in the current UTC `period` (day or month)."""
+    try:
+        usage = _fetch(url, _token(token_env), f"/v1/gateway-ls/usage?period={period}", 30)
+    except (httpx.HTTPError, ValueError) as error:
+        print(f"gateway-ls: cannot read {url}: {error}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(usage, indent=2))
+        return 0
+    print(format_usage(usage))
+    return 0
+
+
+def format_usage(usage: dict[str, Any]) -> str:
+    rows = [row for row in usage.get("rows", []) if isinstance(row, dict)]
+    table = render_table(
+        ["client", "endpoint", "requests", "input tokens", "output tokens", "cost $"],
+        [
+            (
+                r.get("client"),
+                r.get("endpoint"),
+                r.get("requests"),
+                r.get("input_tokens"),
+                r.get("output_tokens"),
+                f"{float(r.get('cost_usd') or 0):.4f}",
+            )
+            for r in rows
+        ],
+    )
+    total = sum(float(r.get("cost_usd") or 0) for r in rows)
+    source = "all gateways" if usage.get("source") == "shared" else "this gateway only"
+    header = f"usage since {usage.get('since', '?')} ({source}): ${total:.4f}"
+    return f"{header}\n\n{table}"
+
+
+def _token(token_env: Sequence[str]) -> str | None:
+    return next((os.environ[v] for v in token_env if os.environ.get(v)), None)
+
+
 def print_stats(*, url: str | None, as_json: bool, token_env: Sequence[str] = ()) -> int:
     """`token_env` names the variables that may hold a bearer token for the gateway; the first
     one set is sent."""
     if url is not None:
-        token = next((os.environ[v] for v in token_env if os.environ.get(v)), None)
         try:
-            statuses = [_fetch(url, token)]
+            statuses = [_fetch(url, _token(token_env))]
         except (httpx.HTTPError, ValueError) as error:
             print(f"gateway-ls: cannot read {url}: {error}", file=sys.stderr)
             return 1
@@ -38,15 +77,17 @@ def print_stats(*, url: str | None, as_json: bool, token_env: Sequence[str] = ()
     return 0
 
 
-def _fetch(url: str, token: str | None) -> dict[str, Any]:
+def _fetch(
+    url: str, token: str | None, path: str = "/v1/gateway-ls/status", timeout_s: float = 5
+) -> dict[str, Any]:
     headers = {}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    response = httpx.get(url.rstrip("/") + "/v1/gateway-ls/status", headers=headers, timeout=5)
+    response = httpx.get(url.rstrip("/") + path, headers=headers, timeout=timeout_s)
     response.raise_for_status()
     data = response.json()
     if not isinstance(data, dict):
-        raise ValueError("status is not a JSON object")
+        raise ValueError("the answer is not a JSON object")
     return data
 
 
@@ -96,6 +137,9 @@ def format_status(status: dict[str, Any]) -> str:
     if isinstance(shared, dict):
         parts.append(format_shared_state(shared))
     parts += ["", endpoints]
+    edits = format_edit_traffic(status)
+    if edits:
+        parts += ["", edits]
     clients = status.get("clients")
     if isinstance(clients, list):
         rows = [(c.get("name"), c.get("requests")) for c in clients if isinstance(c, dict)]
@@ -103,6 +147,46 @@ def format_status(status: dict[str, Any]) -> str:
         parts += ["", render_table(["client", "requests"], rows)]
     parts += ["", f"last decisions:\n{decisions}"]
     return "\n".join(parts)
+
+
+def format_edit_traffic(status: dict[str, Any]) -> str:
+    """Next-edit traffic per `edit` endpoint: latency, and what became of the edits shown."""
+    rows = []
+    for e in status.get("endpoints", []):
+        edit = e.get("edit")
+        if not isinstance(edit, dict):
+            continue
+        rows.append(
+            (
+                e.get("name"),
+                edit.get("requests"),
+                edit.get("wins"),
+                edit.get("errors"),
+                edit.get("p50_ms"),
+                edit.get("p95_ms"),
+                edit.get("shown"),
+                edit.get("acceptance_rate"),
+                edit.get("dismissal_rate"),
+            )
+        )
+    if not rows:
+        return ""
+    table = render_table(
+        [
+            "edit endpoint",
+            "requests",
+            "wins",
+            "errors",
+            "p50 ms",
+            "p95 ms",
+            "shown",
+            "accepted",
+            "dismissed",
+        ],
+        rows,
+    )
+    total = status.get("edit_requests", 0)
+    return f"next edits: {total} requests, {status.get('hedged_edit_requests', 0)} hedged\n{table}"
 
 
 def format_shared_state(shared: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import tomllib
+import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,10 +38,12 @@ from lsp_server.config.model import (
     Config,
     EndpointConfig,
     GatewayConfig,
+    Limits,
     LocalConfig,
     Price,
     RoutingConfig,
 )
+from lsp_server.config.model_names import RESERVED_ENDPOINT_NAMES
 from lsp_server.config.providers import PRESETS
 
 CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
@@ -48,8 +51,6 @@ CONFIG_ENV_VAR = "GATEWAY_LS_CONFIG"
 MAX_CONFIG_BYTES = 1024 * 1024
 APP_NAME = "gateway-ls"
 OLLAMA_DEFAULT_BASE_URL = PRESETS["ollama"].base_url
-# Names that routing, status and the gateway's model list use for other things.
-RESERVED_ENDPOINT_NAMES = frozenset({"local", "gateway-ls", "auto"})
 
 # `max_tokens` of an endpoint without the inline role, when the file does not say.
 
@@ -244,6 +245,8 @@ _SECRET_VALUE = re.compile(
     r"\b(sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9\-]{10,}"
     r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})"
 )
+# A gateway client's name: its token variable, or its name in the token file.
+CLIENT_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Keys that take one string or an array of strings; one string is read as an array of one.
 _ONE_OR_MANY = frozenset({("gateway", "token_env")})
@@ -364,10 +367,29 @@ def _check_value(value: Any, expected: Any, path: KeyPath) -> Any:
             raise _Invalid(path, f"expected an array, got {_describe(value)}")
         item_type = typing.get_args(expected)[0]
         return tuple(_check_value(item, item_type, (*path, i)) for i, item in enumerate(value))
-    if expected is Price:
-        table = _expect_table(value, path)
-        return _build_section(Price, table, path)
+    if origin is types.UnionType and type(None) in typing.get_args(expected):
+        # TOML has no null: an optional key is either absent (None) or of the other type.
+        (present,) = (a for a in typing.get_args(expected) if a is not type(None))
+        return _check_value(value, present, path)
+    if expected is Price or expected is Limits:
+        return _build_section(expected, _expect_table(value, path), path)
+    if origin is dict:
+        return {
+            name: _check_value(item, typing.get_args(expected)[1], (*path, name))
+            for name, item in _client_tables(_expect_table(value, path), path).items()
+        }
     raise TypeError(f"no validation for {expected!r}")  # a new field type in config.py
+
+
+def _client_tables(tables: Mapping[str, Any], path: KeyPath) -> Mapping[str, Any]:
+    for name in tables:
+        if not CLIENT_NAME.fullmatch(name):
+            raise _Invalid(
+                (*path, name),
+                "a client is named by its token variable or its name in the token file: "
+                "letters, digits and _ . @ -, at most 64",
+            )
+    return tables
 
 
 def _expect_table(value: Any, path: KeyPath) -> Mapping[str, Any]:
@@ -579,6 +601,10 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
     ("gateway", "body_timeout_ms"): _positive,
     ("gateway", "max_connections"): _positive,
     ("gateway", "max_half_open_per_ip"): _positive,
+    ("gateway", "rpm"): _positive,
+    ("gateway", "tpm"): _positive,
+    ("gateway", "max_concurrent"): _positive,
+    ("gateway", "budget_usd"): _not_negative,
     ("endpoints", "name"): _non_empty,
     ("endpoints", "model"): _non_empty,
     ("endpoints", "base_url"): _http_url,
@@ -600,9 +626,12 @@ _RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
 def _sections_dict(config: Config) -> dict[str, Any]:
     def plain(value: Any) -> Any:
         if dataclasses.is_dataclass(value):
-            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            fields = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+            return {name: plain(v) for name, v in fields if v is not None}  # None: absent
         if isinstance(value, tuple):
             return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
         return value
 
     return {

@@ -175,6 +175,23 @@ class EndpointConfig:
         return os.environ.get(self.api_key_env) or None
 
 
+BudgetPeriod = Literal["day", "month"]
+# What a gateway does about budgets while the shared state is unreachable: "closed" refuses
+# requests of clients with a budget, "open" lets them through uncounted.
+BudgetWhenStateDown = Literal["closed", "open"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """One gateway client's limits; None: no limit of that kind."""
+
+    rpm: int | None = None  # requests per minute
+    tpm: int | None = None  # tokens per minute, prompt and completion
+    max_concurrent: int | None = None  # requests in flight
+    budget_usd: float | None = None  # spend per period, from the endpoints' price_per_mtok
+    budget_period: BudgetPeriod = "day"  # UTC calendar periods
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
     host: str = "127.0.0.1"
@@ -195,6 +212,15 @@ class GatewayConfig:
     body_timeout_ms: int = 30_000
     max_connections: int = 2048
     max_half_open_per_ip: int = 32
+    # Limits per client: `default_limits` for every client without a table in `clients`
+    # (keyed by the client's name: its token variable, or its name in the token file).
+    default_limits: Limits = field(default_factory=Limits)
+    clients: dict[str, Limits] = field(default_factory=dict)
+    budget_when_state_down: BudgetWhenStateDown = "closed"
+    metrics_public: bool = False  # GET /metrics without a bearer token
+
+    def limits_of(self, client: str) -> Limits:
+        return self.clients.get(client, self.default_limits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from lsp_server.backends.factory import ProgressCallback, local_backend_factory,
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config
 from lsp_server.context.store import ContextStore
+from lsp_server.limits.limiter import Limiter
 from lsp_server.nextedit.service import NextEditService
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.service import RefactorService
@@ -56,6 +57,8 @@ class Engine:
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
         self.next_edits = NextEditService(self.router, self.privacy, self.context)
+        # Gateway clients' limits; counted in this process until the gateway shares them.
+        self.limits = Limiter(lambda: self.router.config)
 
     @classmethod
     def for_process(
@@ -81,5 +84,6 @@ class Engine:
         self.router.start_local_model()
 
     async def aclose(self) -> None:
+        await self.limits.aclose()
         await self.context.aclose()
         await self.router.aclose()

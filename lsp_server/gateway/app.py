@@ -32,8 +32,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
-from lsp_server.config.model import Role
+from lsp_server.config.model_names import SERVER_MODEL
 from lsp_server.core.engine import Engine
+from lsp_server.failures import Refused
 from lsp_server.gateway.chat_completions import (
     DEFAULT_URI,
     ENDPOINT_HEADER,
@@ -47,6 +48,8 @@ from lsp_server.gateway.edit_completions import EditCompletions
 from lsp_server.gateway.errors import openai_error
 from lsp_server.gateway.event_feed import EventFeed, event_stream
 from lsp_server.gateway.fim_prompt import split_fim_prompt
+from lsp_server.gateway.metering import Admit, Meter, Metering
+from lsp_server.gateway.metrics import GatewayMetrics
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
     CompletionBody,
@@ -72,13 +75,13 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
+from lsp_server.limits.quota import utc_now
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
+from lsp_server.routing.model_names import listed_models, pinned_endpoint
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
 from lsp_server.suggest.prompt import is_mid_line, stop_sequences
 from lsp_server.suggest.service import Suggestion
 
-AUTO_MODEL = "gateway-ls"
-AUTOMATIC_MODELS = (AUTO_MODEL, "auto")  # model names that mean "route automatically"
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
 DEFAULT_INLINE_MAX_TOKENS = 64
@@ -86,9 +89,14 @@ MAX_INLINE_TOKENS = 512
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
-def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
-    """`clients`: the accepted bearer tokens; None or none at all: no token is asked for."""
-    gateway = _Gateway(engine, clients)
+def create_app(
+    engine: Engine, *, clients: ClientTokens | None, metrics: GatewayMetrics | None = None
+) -> Starlette:
+    """`clients`: the accepted bearer tokens; None or none at all: no token is asked for.
+    `metrics`: what `GET /metrics` serves (made here when not given)."""
+    metrics = metrics or GatewayMetrics(lambda: engine.router.status()["endpoints"])
+    admit = Admit(engine.limits, metrics.observe)
+    gateway = _Gateway(engine, clients, admit)
     return Starlette(
         routes=[
             Route("/v1/models", gateway.models, methods=["GET"]),
@@ -96,14 +104,25 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
             Route("/v1/edit/completions", gateway.edits.mercury, methods=["POST"]),
             Route(
                 "/v1/chat/completions",
-                ChatCompletions(engine.chats, _origin).handle,
+                ChatCompletions(engine.chats, _origin, admit).handle,
                 methods=["POST"],
             ),
-            Route("/v1/responses", Responses(engine.chats, _origin).handle, methods=["POST"]),
+            Route(
+                "/v1/responses", Responses(engine.chats, _origin, admit).handle, methods=["POST"]
+            ),
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
+            Route("/v1/gateway-ls/usage", gateway.usage, methods=["GET"]),
+            Route("/metrics", metrics.handle, methods=["GET"]),
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],
-        middleware=[Middleware(BearerAuth, clients=clients)],
+        middleware=[
+            Middleware(
+                BearerAuth,
+                clients=clients,
+                public_metrics=lambda: engine.config.gateway.metrics_public,
+            ),
+            Middleware(Metering),
+        ],
         exception_handlers={
             GatewayError: on_gateway_error,
             HTTPException: on_http_exception,
@@ -114,16 +133,17 @@ def create_app(engine: Engine, *, clients: ClientTokens | None) -> Starlette:
 
 
 class _Gateway:
-    def __init__(self, engine: Engine, clients: ClientTokens | None) -> None:
+    def __init__(self, engine: Engine, clients: ClientTokens | None, admit: Admit) -> None:
         self.engine = engine
         self.router = engine.router
         self.clients = clients
         self.edits = EditCompletions(engine.next_edits, _origin, self._edit_pinned)
+        self.admit = admit
 
     # -- small routes ---------------------------------------------------------------------
 
     async def models(self, request: Request) -> Response:
-        names = [AUTO_MODEL, *self.router.chats.model_names()]
+        names = listed_models(self.router.config)
         data = [
             {"id": name, "object": "model", "created": 0, "owned_by": "gateway-ls"}
             for name in names
@@ -134,7 +154,20 @@ class _Gateway:
         status = {"kind": "gateway", "pid": os.getpid(), **self.router.status()}
         if self.clients:
             status.update(self.clients.status())
+        status["limits"] = self.engine.limits.status()
         return JSONResponse(status)
+
+    async def usage(self, request: Request) -> Response:
+        """Spend and tokens per client and endpoint in the current UTC day or month
+        (`?period=day|month`), from the usage ledger."""
+        period = request.query_params.get("period", "day")
+        if period not in ("day", "month"):
+            raise GatewayError(400, "period is day or month", param="period")
+        now = utc_now()
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if period == "month":
+            start = start.replace(day=1)
+        return JSONResponse({"period": period, **await self.engine.limits.usage(start)})
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -145,13 +178,24 @@ class _Gateway:
         body = parse_completion_body(parse_json_object(await read_body(request)))
         if body.suffix is None and is_zeta_prompt(body.prompt):
             return await self.edits.zeta(request, body)  # Zed's edit predictions
-        pinned = self._pinned(body.model, "inline")
+        try:
+            pinned = pinned_endpoint(self.router.config, body.model, "inline")
+        except Refused as refused:
+            raise openai_error(refused) from None
         origin = _origin(request)
         completion = _with_path(_completion_request(body), origin.uri)
+        meter = await self.admit(
+            request,
+            operation="text_completion",
+            task_class="inline",
+            prompt_chars=len(completion.prefix) + len(completion.suffix),
+            max_tokens=completion.max_tokens,
+        )
         if body.stream:
-            return await self._completion_stream(request, body, completion, origin, pinned)
+            return await self._completion_stream(request, body, completion, origin, pinned, meter)
         suggestion = await cancel_on_disconnect(request, self._complete(completion, origin, pinned))
         answer = _completion_answer(suggestion, completion)
+        answer.charge(meter)
         return JSONResponse(
             completion_response(
                 answer.ids, answer.model, answer.text, answer.finish_reason, answer.usage
@@ -166,6 +210,7 @@ class _Gateway:
         completion: CompletionRequest,
         origin: Origin,
         pinned: str | None,
+        meter: Meter,
     ) -> Response:
         """Send the suggestion as it comes, cleaned as it settles (the core holds back the
         tail that cleaning may still cut); chunks add up to the non-streamed answer. As in
@@ -175,10 +220,11 @@ class _Gateway:
             lambda on_text, on_attempt: self._complete(
                 completion, origin, pinned, on_text=on_text, on_attempt=on_attempt
             ),
-            serving=AUTO_MODEL,
+            serving=SERVER_MODEL,
         )
         if feed.first is None:
             answer = _completion_answer(feed.work.result(), completion)
+            answer.charge(meter)
 
             async def settled() -> AsyncIterator[bytes]:
                 if answer.text:
@@ -197,6 +243,7 @@ class _Gateway:
                 suggestion = feed.work.result()
                 try:
                     answer = _completion_answer(suggestion, completion, ids)
+                    answer.charge(meter)
                 except GatewayError as error:
                     yield sse_event(error.body())
                     yield SSE_DONE
@@ -238,34 +285,6 @@ class _Gateway:
             return None
         return endpoint.name
 
-    def _pinned(self, model: str, role: Role) -> str | None:
-        """The endpoint a `model` names; None (automatic routing) for `auto` and `gateway-ls`.
-
-        Any other name is a mistake worth telling about: a 404 listing the valid names, as
-        OpenAI answers an unknown model.
-        """
-        if not model or model in AUTOMATIC_MODELS:
-            return None
-        endpoint = self.router.pool.get(model)
-        if endpoint is None or endpoint.is_local:
-            names = ", ".join([*AUTOMATIC_MODELS, *(e.name for e in self.router.pool.all())])
-            raise GatewayError(
-                404,
-                f"the model {model!r} does not exist here; use one of: {names}",
-                param="model",
-                code="model_not_found",
-            )
-        roles = endpoint.roles
-        if role not in roles:
-            raise GatewayError(
-                400,
-                f"endpoint {model!r} does not serve completions (its roles: {', '.join(roles)}); "
-                f"use model {AUTO_MODEL!r} to route automatically",
-                param="model",
-                code="model_not_supported",
-            )
-        return endpoint.name
-
 
 def _origin(request: Request) -> Origin:
     """The path header names the file as the file system would see it; the sensitive header
@@ -288,7 +307,7 @@ def _completion_answer(
     usage, counted = _usage_of(suggestion.usage, suggestion.tokens, prompt_tokens)
     return _CompletionAnswer(
         ids=ids or ResponseIds.new("cmpl"),
-        model=suggestion.endpoint or AUTO_MODEL,
+        model=suggestion.endpoint or SERVER_MODEL,
         text=suggestion.text,
         finish_reason="length" if suggestion.cut_short else "stop",
         usage=usage,
@@ -308,6 +327,15 @@ class _CompletionAnswer:
     finish_reason: str
     usage: dict[str, int]
     headers: dict[str, str]
+
+    def charge(self, meter: Meter) -> None:
+        meter.answered(
+            self.model,
+            self.usage["prompt_tokens"],
+            self.usage["completion_tokens"],
+            reported=self.headers[USAGE_HEADER] == "upstream",
+            text_chars=len(self.text),
+        )
 
 
 def _completion_ending(answer: _CompletionAnswer, include_usage: bool) -> list[bytes]:

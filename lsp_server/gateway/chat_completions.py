@@ -27,6 +27,7 @@ from lsp_server.chat.service import ChatService
 from lsp_server.failures import RouteFailed
 from lsp_server.gateway.errors import CORE_FAILURES, openai_error
 from lsp_server.gateway.event_feed import EventFeed
+from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
     SSE_DONE,
     ChatBody,
@@ -41,6 +42,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.routing.chat_route import TASK_CLASSES
 from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
@@ -91,6 +93,44 @@ def usage_of(routed: Answered, chat: ChatRequest) -> tuple[dict[str, int], str]:
     return usage_body(prompt, usage.completion_tokens), counted
 
 
+def prompt_chars(chat: ChatRequest) -> int:
+    """The characters a chat sends: every turn, its tool calls and the tools' descriptions."""
+    turns = sum(
+        len(m.content) + sum(len(c.name) + len(c.arguments) for c in m.tool_calls)
+        for m in chat.messages
+    )
+    return turns + sum(len(str(tool)) for tool in chat.tools)
+
+
+def task_class(model: str) -> str:
+    """The metrics' and ledger's name for what a chat asked: a class, or `endpoint`."""
+    if model in ("", "auto", "gateway-ls"):
+        return "auto"
+    return model if model in TASK_CLASSES else "endpoint"
+
+
+def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
+    """Tell the meter what the answer used."""
+    usage, counted = usage_of(routed, chat)
+    meter.answered(
+        routed.endpoint,
+        usage["prompt_tokens"],
+        usage["completion_tokens"],
+        reported=counted == "upstream",
+        text_chars=len(routed.text) + sum(len(c.arguments) for c in routed.tool_calls),
+    )
+
+
+async def admit_chat(admit: Admit, request: Request, body: ChatBody, chat: ChatRequest) -> Meter:
+    return await admit(
+        request,
+        operation="chat",
+        task_class=task_class(body.model),
+        prompt_chars=prompt_chars(chat),
+        max_tokens=body.max_tokens,
+    )
+
+
 def routing_headers(routed: Answered) -> dict[str, str]:
     return {ENDPOINT_HEADER: routed.endpoint, REASON_HEADER: routed.reason}
 
@@ -116,16 +156,18 @@ async def start_chat_feed(
 class ChatCompletions:
     """The `/v1/chat/completions` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf) -> None:
+    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
         self.chats = chats
         self.origin_of = origin_of
+        self.admit = admit
 
     async def handle(self, request: Request) -> Response:
         body = parse_chat_body(parse_json_object(await read_body(request)))
         chat = chat_request(body)
         origin = self.origin_of(request)
+        meter = await admit_chat(self.admit, request, body, chat)
         if body.stream:
-            return await self._stream(request, body, chat, origin)
+            return await self._stream(request, body, chat, origin, meter)
         try:
             routed = await cancel_on_disconnect(
                 request,
@@ -139,6 +181,7 @@ class ChatCompletions:
             )
         except CORE_FAILURES as failed:
             raise openai_error(failed) from None
+        charge(meter, routed, chat)
         usage, counted = usage_of(routed, chat)
         payload = chat_response(
             ResponseIds.new("chatcmpl"),
@@ -151,7 +194,7 @@ class ChatCompletions:
         return JSONResponse(payload, headers={**routing_headers(routed), USAGE_HEADER: counted})
 
     async def _stream(
-        self, request: Request, body: ChatBody, chat: ChatRequest, origin: Origin
+        self, request: Request, body: ChatBody, chat: ChatRequest, origin: Origin, meter: Meter
     ) -> Response:
         """Stream the answer as it comes. What was sent cannot be taken back, so a failure
         after it ends the stream with an error event instead of starting over elsewhere."""
@@ -186,6 +229,7 @@ class ChatCompletions:
                     yield sse_event(openai_error(failed).body())
                     yield SSE_DONE
                     return
+                charge(meter, routed, chat)
                 yield sse_event(chat_chunk(ids, model, {}, routed.finish_reason))
                 if body.include_usage:
                     usage, _ = usage_of(routed, chat)

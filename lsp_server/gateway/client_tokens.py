@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import logging
 import os
-import re
 import stat
 from collections import Counter
 from collections.abc import Iterable
@@ -21,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_server.config.loader import ConfigError
+from lsp_server.config.loader import CLIENT_NAME, ConfigError
 from lsp_server.config.model import GatewayConfig
 
 log = logging.getLogger(__name__)
 
-CLIENT_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 MAX_TOKEN_FILE_BYTES = 1024 * 1024
 
 

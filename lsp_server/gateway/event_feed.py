@@ -16,6 +16,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from lsp_server.gateway.metering import meter_of
 from lsp_server.gateway.plumbing import cancel_on_disconnect
 
 E = TypeVar("E")  # a streamed piece: text, or a tool call's delta
@@ -40,11 +41,19 @@ class EventFeed(Generic[E, T]):
         """Run `call(on_piece, on_attempt)`; `serving` names the endpoint until one is asked."""
         queue: asyncio.Queue[E | None] = asyncio.Queue()
         asked = [serving]
+        meter = meter_of(request)
 
         def asking(endpoint: str) -> None:
             asked[0] = endpoint
+            if meter is not None:
+                meter.asking(endpoint)
 
-        work = asyncio.create_task(call(queue.put_nowait, asking))
+        def piece(event: E) -> None:
+            if meter is not None:
+                meter.streamed(event)
+            queue.put_nowait(event)
+
+        work = asyncio.create_task(call(piece, asking))
 
         def finished(task: asyncio.Task[T]) -> None:
             queue.put_nowait(None)

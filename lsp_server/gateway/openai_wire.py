@@ -40,22 +40,34 @@ class GatewayError(Exception):
         code: str | None = None,
         param: str | None = None,
         headers: dict[str, str] | None = None,
+        kind: str | None = None,
     ) -> None:
+        """`kind`: the error's `type` where it is not the status's (which limit a 429 hit)."""
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.param = param
         self.headers = headers or {}
+        self.kind = kind
 
     def body(self) -> dict[str, Any]:
-        return error_body(self.status, self.message, code=self.code, param=self.param)
+        return error_body(
+            self.status, self.message, code=self.code, param=self.param, kind=self.kind
+        )
 
 
 def error_body(
-    status: int, message: str, *, code: str | None = None, param: str | None = None
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+    kind: str | None = None,
 ) -> dict[str, Any]:
-    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    kind = kind or _ERROR_TYPES.get(
+        status, "server_error" if status >= 500 else "invalid_request_error"
+    )
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
@@ -440,8 +452,8 @@ def tool_call_delta(piece: ToolCallDelta) -> dict[str, Any]:
 
 
 def sse_event(payload: dict[str, Any] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    return f"data: {data}\n\n".encode()
+    data = payload.encode() if isinstance(payload, str) else json_codec.dumps(payload)
+    return b"data: %s\n\n" % data
 
 
 SSE_DONE = sse_event("[DONE]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from starlette.exceptions import HTTPException
@@ -21,7 +21,8 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 # Routes a liveness probe may reach without the token; they reveal nothing.
 OPEN_PATHS = frozenset({"/healthz"})
 # Routes that are not a client's work: reading the status does not count as a request.
-UNCOUNTED_PATHS = frozenset({"/v1/gateway-ls/status"})
+UNCOUNTED_PATHS = frozenset({"/v1/gateway-ls/status", "/v1/gateway-ls/usage", "/metrics"})
+METRICS_PATH = "/metrics"
 CLIENT_KEY = "gateway_ls_client"  # in the ASGI scope's state: who sent the request
 
 T = TypeVar("T")
@@ -34,14 +35,27 @@ class ClientGone(Exception):
 class BearerAuth:
     """ASGI middleware: with client tokens configured, every request needs
     `Authorization: Bearer <token>`; each accepted request is counted for its client, whose
-    name the request carries on (`CLIENT_KEY` in the scope's state)."""
+    name the request carries on (`CLIENT_KEY` in the scope's state) to the limits.
+    `public_metrics` says whether `/metrics` is open to anyone."""
 
-    def __init__(self, app: ASGIApp, *, clients: ClientTokens | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        clients: ClientTokens | None,
+        public_metrics: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.app = app
         self._clients = clients if clients else None
+        self._public_metrics = public_metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._clients is None or scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if (
+            self._clients is None
+            or scope["type"] != "http"
+            or scope["path"] in OPEN_PATHS
+            or (scope["path"] == METRICS_PATH and self._public_metrics())
+        ):
             await self.app(scope, receive, send)
             return
         client = self._client(scope)

@@ -38,6 +38,8 @@ from lsp_server.gateway.chat_completions import (
     USAGE_HEADER,
     Origin,
     OriginOf,
+    admit_chat,
+    charge,
     chat_request,
     routing_headers,
     start_chat_feed,
@@ -51,6 +53,7 @@ from lsp_server.gateway.errors import (
     responses_error,
     responses_failure,
 )
+from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_wire import (
@@ -73,8 +76,9 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf) -> None:
+    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
         self.chats = chats
+        self.admit = admit
         self.router = chats.router
         self.origin_of = origin_of
         self._upstreams: dict[str, tuple[EndpointConfig, ResponsesUpstream]] = {}
@@ -86,6 +90,7 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
+        meter = await admit_chat(self.admit, request, body, chat)
         # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
         # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
@@ -94,7 +99,7 @@ class Responses:
         if native is not None:
             endpoint, reason = native
             return await self._pass_through(
-                request, payload, translated, endpoint, reason, origin.uri
+                request, payload, translated, endpoint, reason, origin.uri, meter
             )
         failures: list[RouteFailed] = []
 
@@ -117,13 +122,14 @@ class Responses:
                 raise
 
         if translated.stream:
-            return await self._stream(request, translated.echo, chat, run, failures)
+            return await self._stream(request, translated.echo, chat, run, failures, meter)
         try:
             routed = await cancel_on_disconnect(request, run())
         except RouteFailed as failed:
             raise responses_error(failed) from None
         except CORE_FAILURES as refused:
             raise openai_error(refused) from None
+        charge(meter, routed, chat)
         answer = ResponseStream(translated.echo)
         answer.model = routed.endpoint
         if routed.text:
@@ -143,6 +149,7 @@ class Responses:
         chat: ChatRequest,
         run: Callable[[EventSink, Callable[[str], None]], Coroutine[Any, Any, Answered]],
         failures: list[RouteFailed],
+        meter: Meter,
     ) -> Response:
         """Stream the chat's pieces as Responses events. A chat that failed before its first
         piece is a stream that says so (`response.failed`), as one that failed later is."""
@@ -178,6 +185,7 @@ class Responses:
                         yield sse_event(event)
                     return
                 answer.model = routed.endpoint
+                charge(meter, routed, chat)
                 usage, _ = usage_of(routed, chat)
                 ending = answer.complete(
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
@@ -221,11 +229,13 @@ class Responses:
         endpoint: Endpoint,
         reason: Reason,
         uri: str,
+        meter: Meter,
     ) -> Response:
         assert endpoint.config is not None
         upstream = self._upstream(endpoint.config)
         started = time.monotonic()
         events = upstream.events(payload)
+        meter.asking(endpoint.name)
         tally = _PassThrough(self.router, endpoint, reason, uri, started)
         try:
             first = await cancel_on_disconnect(request, anext(events, None))
@@ -241,6 +251,7 @@ class Responses:
         headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
         if first.get("type") == "response":
             tally.answered(first["response"])
+            _charge(meter, endpoint.name, first["response"])
             return JSONResponse(first["response"], headers=headers)
 
         async def stream() -> AsyncIterator[bytes]:
@@ -248,9 +259,12 @@ class Responses:
             try:
                 while event is not None:
                     tally.events += 1
+                    if event.get("type") == "response.output_text.delta":
+                        meter.streamed(str(event.get("delta", "")))
                     yield sse_event(event)
                     if event.get("type") in ("response.completed", "response.incomplete"):
                         tally.answered(event.get("response"))
+                        _charge(meter, endpoint.name, event.get("response"))
                     event = await anext(events, None)
             except BackendError as error:
                 tally.failed(error)
@@ -336,6 +350,13 @@ class _PassThrough:
             uri=self.uri,
             detail=str(error),
         )
+
+
+def _charge(meter: Meter, endpoint: str, response: Any) -> None:
+    """Tell the meter what a passed-through answer used, as its upstream reported it."""
+    usage = response.get("usage") if isinstance(response, dict) else None
+    prompt, tokens = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    meter.answered(endpoint, prompt, tokens, reported=bool(prompt and tokens))
 
 
 def _count(usage: Any, key: str) -> int:

@@ -24,13 +24,13 @@ response is also the non-streamed answer, so both carry the same output.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_server import json_codec
 from lsp_server.gateway.openai_wire import GatewayError
 
 log = logging.getLogger(__name__)
@@ -383,8 +383,7 @@ def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 def sse_event(event: dict[str, Any]) -> bytes:
     """One server-sent event: the Responses API names each event after its `type`."""
-    data = json.dumps(event, separators=(",", ":"))
-    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+    return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_codec.dumps(event))
 
 
 def _new_id(prefix: str) -> str:

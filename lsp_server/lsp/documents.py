@@ -10,6 +10,7 @@ means the end of that line.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
@@ -96,18 +97,12 @@ def offset_at(document: TextDocument, position: types.Position) -> int:
 
 
 def position_at(document: TextDocument, offset: int) -> types.Position:
-    """The LSP position (in the negotiated encoding) of the str offset `offset`."""
+    """The LSP position (in the negotiated encoding) of a str offset into the document."""
     source = document.source
     offset = max(0, min(offset, len(source)))
-    line = source.count("\n", 0, offset)
-    if "\r" in source:  # a lone \r breaks lines too
-        before = source[:offset]
-        line = max(0, len(lsp_lines(before)) - (0 if before.endswith(("\n", "\r")) else 1))
-    lines = document.lines
-    if isinstance(document, LspTextDocument) and line < len(lines):
-        start = document.line_start(line)
-    else:
-        start = sum(len(text) for text in lines[:line])
+    starts = list(accumulate(map(len, document.lines), initial=0))
+    line = bisect_right(starts, offset) - 1
+    start = starts[line]
     return types.Position(line=line, character=client_units(document, source[start:offset]))
 
 

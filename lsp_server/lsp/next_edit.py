@@ -95,7 +95,7 @@ def _wire_edit(document: Any, uri: str, version: int | None, edit: NextEdit) -> 
     assert edit.hull is not None
     start, end = position_at(document, edit.hull.start), position_at(document, edit.hull.end)
     return {
-        "text": edit.hull.new_text,
+        "text": edit.hull.text,
         "range": {
             "start": {"line": start.line, "character": start.character},
             "end": {"line": end.line, "character": end.character},

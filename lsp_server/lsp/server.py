@@ -34,7 +34,7 @@ from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.cursor_report import NOTIFY_CURSOR, parse_cursor_report
-from lsp_server.lsp.documents import client_units, offset_at
+from lsp_server.lsp.documents import client_units, offset_at, position_at
 from lsp_server.lsp.next_edit import register_next_edit
 from lsp_server.lsp.protocol import GatewayProtocol
 from lsp_server.progress import StderrProgress
@@ -707,7 +707,15 @@ async def run_refactor_command(
                 text_document=types.OptionalVersionedTextDocumentIdentifier(
                     uri=document.uri, version=version
                 ),
-                edits=list(result.edits),
+                edits=[
+                    types.TextEdit(
+                        range=types.Range(
+                            start=position_at(document, e.start), end=position_at(document, e.end)
+                        ),
+                        new_text=e.text,
+                    )
+                    for e in result.edits
+                ],
             )
         ]
     )

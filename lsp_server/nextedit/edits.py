@@ -8,7 +8,7 @@ proportion rewrites what it was not given to edit, and its answer is dropped.
 from __future__ import annotations
 
 from lsp_server.nextedit.request import EditRequest
-from lsp_server.text_edits import OffsetEdit, minimal_offset_edits
+from lsp_server.text_edits import OffsetEdit, minimal_edits
 
 # A region may grow by this many lines (a body filled in), not more.
 MAX_ADDED_LINES = 20
@@ -35,8 +35,8 @@ def region_edits(request: EditRequest, new_region: str) -> list[OffsetEdit]:
     if after.strip() and new_lines[-1:] == [after] and old_lines[-1:] != [after]:
         raise OutsideTheRegion("the answer repeats the line after the region")
     return [
-        OffsetEdit(start + e.start, start + e.end, e.new_text)
-        for e in minimal_offset_edits(old_region, new_region)
+        OffsetEdit(start + e.start, start + e.end, e.text)
+        for e in minimal_edits(old_region, new_region)
     ]
 
 
@@ -47,7 +47,7 @@ def hull(edits: list[OffsetEdit], text: str) -> OffsetEdit:
     pieces: list[str] = []
     cursor = start
     for edit in edits:
-        pieces += [text[cursor : edit.start], edit.new_text]
+        pieces += [text[cursor : edit.start], edit.text]
         cursor = edit.end
     return OffsetEdit(start, end, "".join(pieces))
 

@@ -4,9 +4,10 @@ Edits arrive as `didChange` events, keystroke by keystroke. Keystrokes close tog
 document (on one line, or the lines next to it) are one edit: the edit stays open while they
 come, and closes when the person types elsewhere, in another document, or pauses for
 `COALESCE_PAUSE_S`. A closed edit becomes one diff of the document before it and after it.
-What is kept is bounded in count, size and age (the constants below, chosen by
-`bench/bench_next_edit.py`), and an edit too large to be a step of work (a paste, a format of
-the file) is left out.
+What is kept is bounded in count, size and age (the constants below; `bench/bench_next_edit.py`
+compares counts with `--history`, but its tasks hold at most five edits, so no figure has
+chosen them yet), and an edit too large to be a step of work (a paste, a format of the file) is
+left out.
 """
 
 from __future__ import annotations

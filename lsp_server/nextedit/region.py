@@ -8,7 +8,9 @@ The sizes are settings of this module so the benchmark can choose them
 
 from __future__ import annotations
 
-# Lines before and after the cursor's line: 13 lines in all.
+# Lines before and after the cursor's line: 13 lines in all. On bench_next_edit's 40 real edit
+# sequences, 4+8 holds the next edit in 77.5 % of them for a median 427 characters the model
+# writes out; 2+5 holds 57.5 % (298), 6+12 90 % (592), 8+16 all (778) (bench/README.md).
 REGION_LINES_BEFORE = 4
 REGION_LINES_AFTER = 8
 # Lines of the file around the region that a prompt shows as context (the current file's

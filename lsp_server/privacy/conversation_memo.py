@@ -7,7 +7,8 @@ milliseconds on a 40 KB conversation; what is new is usually a few hundred bytes
 A conversation is a sequence of texts. It is judged in two runs: the texts joined by line
 breaks (each read apart) and run together (a secret split across two of them is still one).
 Once a conversation is found clean, the digest of its texts is remembered. A later request
-whose first texts have a remembered digest is judged from there: the new texts, with the end
+whose first texts have a remembered digest (a whole earlier conversation, or the opening
+texts every session of an agent repeats) is judged from there: the new texts, with the end
 of what was judged before as context (a secret that begins in the old text and ends in the
 new). A finding that ends inside the old text is not counted: that text was judged clean with
 all its context, and a finding there comes only from the context cut short.
@@ -25,17 +26,20 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from lsp_server.privacy.block_secrets import BLOCK_REACH
 from lsp_server.privacy.secret_memo import MULTI_LINE_MARKER
 from lsp_server.privacy.secret_rules import first_secret, first_secret_ending_after
 
-# A rule reads at most `_REACH` lines either way of where a secret begins (see `secret_memo`):
-# findings on the last `_REACH` lines of the old text and the new one's first line are counted,
-# read with `_REACH` lines more before them.
+# A rule reads at most `_REACH` lines either way of where a secret begins, and a block's name
+# up to `BLOCK_REACH` lines above its value (see `secret_memo`): findings on the last `_REACH`
+# lines of the old text and the new one's first line are counted, read with that many lines
+# more before them.
 _REACH = 2
-_LINES_BEFORE = 2 * _REACH
+_LINES_BEFORE = _REACH + max(_REACH, BLOCK_REACH)
 # On long lines: twice the longest single-line secret the rules know (the guard's margin).
 _CHARS_BEFORE = 8192
 _DIGEST_BYTES = 16
+_OPENING_TEXTS = 2
 _ENCODING, _ERRORS = "utf-8", "surrogatepass"
 
 
@@ -43,7 +47,7 @@ class ConversationMemo:
     """The kind of the first secret in a conversation, remembering the conversations each
     client sent that were clean."""
 
-    def __init__(self, *, clients: int = 256, conversations: int = 1024) -> None:
+    def __init__(self, *, clients: int = 64, conversations: int = 4096) -> None:
         self._clients = clients
         self._conversations = conversations
         self._clean: OrderedDict[str, OrderedDict[bytes, None]] = OrderedDict()
@@ -64,8 +68,11 @@ class ConversationMemo:
             together, sum(map(len, old))
         )
         if kind is None:
-            known[digests[-1]] = None
-            if len(known) > self._conversations:
+            # The conversation, and its first texts: what every session of an agent begins
+            # with (its instructions, its tools), so a new session is judged from there.
+            for digest in {*digests[:_OPENING_TEXTS], digests[-1]}:
+                known[digest] = None
+            while len(known) > self._conversations:
                 known.popitem(last=False)
         return kind
 

@@ -1,9 +1,10 @@
-"""From a model's answer to the smallest LSP text edits that apply it to the document.
+"""From a model's answer to the smallest text edits that apply it to the document.
 
 The answer is prose around a fenced block, or code alone; the code is taken out, indented to
 where the selection sits, spliced into the document, checked (Python must still parse), and
 diffed against the old document so that the editor receives minimal edits, never a whole-file
-replacement. Positions are in UTF-16 code units, as the protocol counts them.
+replacement. Edits are in str offsets of the document; a front door turns them into its own
+positions (the LSP server in the position encoding it negotiated).
 """
 
 from __future__ import annotations
@@ -11,13 +12,12 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-from bisect import bisect_right
 from dataclasses import dataclass
 
-from lsprotocol.types import Position, Range, TextEdit
-
 from lsp_server.refactor.prompt import SELECTION_END, SELECTION_START
-from lsp_server.text_edits import minimal_offset_edits, split_lines
+from lsp_server.text_edits import OffsetEdit, apply_edits, minimal_edits
+
+__all__ = ["OffsetEdit", "apply_edits", "minimal_edits"]  # what front doors and tests use
 
 
 class RefactorOutputError(Exception):
@@ -212,101 +212,12 @@ def _parses(text: str, language: str) -> bool:
     return True
 
 
-# --- positions and edits in UTF-16 ----------------------------------------------------------
-
-
-def utf16_length(text: str) -> int:
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
-
-
-class LineIndex:
-    """Converts between str offsets and LSP positions (UTF-16 code units) of one text."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.line_starts = [0]
-        for line in split_lines(text):
-            self.line_starts.append(self.line_starts[-1] + len(line))
-        if not text or text.endswith(("\n", "\r")):
-            return
-        self.line_starts.pop()  # the last line has no ending: no line starts after it
-
-    def position(self, offset: int) -> Position:
-        if not 0 <= offset <= len(self.text):
-            raise ValueError(f"offset {offset} is outside the text")
-        line = bisect_right(self.line_starts, offset) - 1
-        start = self.line_starts[line]
-        return Position(line=line, character=utf16_length(self.text[start:offset]))
-
-    def offset(self, position: Position) -> int:
-        """The offset of `position`; past the end of a line means its end, as LSP says."""
-        if position.line >= len(self.line_starts):
-            return len(self.text)
-        start = self.line_starts[position.line]
-        end = self._content_end(position.line)
-        units = 0
-        for offset in range(start, end):
-            if units >= position.character:
-                return offset
-            units += 2 if ord(self.text[offset]) > 0xFFFF else 1
-        return end
-
-    def _content_end(self, line: int) -> int:
-        end = self.line_starts[line + 1] if line + 1 < len(self.line_starts) else len(self.text)
-        while end > self.line_starts[line] and self.text[end - 1] in "\r\n":
-            end -= 1
-        return end
-
-
-def offset_to_position(text: str, offset: int) -> Position:
-    """The LSP position of `text[offset]`, counting characters beyond the BMP as two units."""
-    return LineIndex(text).position(offset)
-
-
-def position_to_offset(text: str, position: Position) -> int:
-    return LineIndex(text).offset(position)
-
-
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """`text` with LSP `edits` applied, all ranges read against the original text."""
-    index = LineIndex(text)
-    spans = sorted(
-        (
-            (index.offset(edit.range.start), index.offset(edit.range.end), order, edit.new_text)
-            for order, edit in enumerate(edits)
-        ),
-        key=lambda span: (span[0], span[2]),
-    )
-    pieces: list[str] = []
-    cursor = 0
-    for start, end, _, new_text in spans:
-        if start < cursor or end < start:
-            raise ValueError("overlapping or inverted text edits")
-        pieces += [text[cursor:start], new_text]
-        cursor = end
-    pieces.append(text[cursor:])
-    return "".join(pieces)
-
-
-def minimal_edits(old_text: str, new_text: str) -> list[TextEdit]:
-    """Sorted, non-overlapping edits turning `old_text` into `new_text`
-    (`text_edits.minimal_offset_edits`), in UTF-16 positions."""
-    index = LineIndex(old_text)
-    return [
-        TextEdit(
-            range=Range(start=index.position(edit.start), end=index.position(edit.end)),
-            new_text=edit.new_text,
-        )
-        for edit in minimal_offset_edits(old_text, new_text)
-    ]
-
-
 # --- the whole flow ----------------------------------------------------------------------
 
 
 def plan_refactor_edit(
     document_text: str, selection_start: int, selection_end: int, answer: str, language: str
-) -> list[TextEdit]:
+) -> list[OffsetEdit]:
     """The minimal edits that replace the selection with the code of the model's `answer`.
 
     A Python document that did not parse before (the user is mid-edit) is not held against

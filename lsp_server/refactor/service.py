@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lsprotocol import types
-
 from lsp_server.backends.base import ChatRequest, estimate_tokens
 from lsp_server.config.model import CHAT_MAX_TOKENS, LOCAL_CHAT_MAX_TOKENS
 from lsp_server.failures import Refused, RouteFailed
 from lsp_server.privacy.guard import PrivacyGuard
-from lsp_server.refactor.edits import RefactorOutputError, plan_refactor_edit
+from lsp_server.refactor.edits import OffsetEdit, RefactorOutputError, plan_refactor_edit
 from lsp_server.refactor.prompt import build_refactor_messages
 from lsp_server.routing.router import Router
 from lsp_server.routing.sequential_route import Answered
@@ -35,7 +33,7 @@ class RefactorFailed(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RefactorResult:
-    edits: list[types.TextEdit]
+    edits: list[OffsetEdit]  # in str offsets of the text the refactor was asked for
     endpoint: str
     reason: str
     instruction: str

@@ -30,16 +30,15 @@ from collections.abc import Callable
 
 from lsp_server.backends.base import ChatRequest
 from lsp_server.config.model import Config
+from lsp_server.config.model_names import AUTO, AUTOMATIC_MODELS, LOCAL, TASK_CLASSES
 from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
+from lsp_server.routing.model_names import unknown_model
 from lsp_server.routing.sequential_route import SequentialPlan, capped
 
-AUTO = "auto"
-AUTOMATIC_MODELS = (AUTO, "gateway-ls")  # model names that mean "route automatically"
-TASK_CLASSES = (AUTO, "fast", "reasoning", "local")
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
 
 
@@ -51,12 +50,6 @@ class ChatRoute:
         self._config = config
 
     # -- choosing --------------------------------------------------------------------------
-
-    def model_names(self) -> list[str]:
-        """What `/v1/models` lists: the classes, then every remote endpoint. An endpoint named
-        like a class takes the name (the configuration's word is the more specific)."""
-        endpoints = [e.name for e in self._pool.all() if not e.is_local]
-        return [*(c for c in TASK_CLASSES if c not in endpoints), *endpoints]
 
     def plan(
         self, model: str, request: ChatRequest, *, local_only: Reason | None
@@ -71,19 +64,14 @@ class ChatRoute:
         if named is not None and named.is_local:
             named = None
         if named is None and model not in TASK_CLASSES:
-            names = (*AUTOMATIC_MODELS[1:], *self.model_names())
-            raise Refused(
-                RefusalCode.MODEL_NOT_FOUND,
-                f"the model {model!r} does not exist here; use one of: {', '.join(names)}",
-                names,
-            )
+            raise unknown_model(self._config(), model, "agent")
         if named is not None and not self._chats(named):
             raise Refused(
                 RefusalCode.MODEL_NOT_SUPPORTED,
                 f"endpoint {model!r} does not serve chat (its roles: {', '.join(named.roles)}); "
                 f"use model {AUTO!r} to route automatically",
             )
-        if local_only is not None or model == "local":
+        if local_only is not None or model == LOCAL:
             why = local_only or Reason.PINNED  # `local` names the local model
             return self._plan(self._local_only(request, local_only), why, may_hedge=False)
         if named is not None:

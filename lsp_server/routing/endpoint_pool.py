@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from lsp_server.backends.base import Backend
 from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
+from lsp_server.config.model_names import LOCAL
 from lsp_server.routing.circuit_breaker import CircuitBreaker
 from lsp_server.routing.latency_stats import EndpointStats
 from lsp_server.routing.stats_snapshot import StatsSnapshot, endpoint_key
@@ -27,7 +28,6 @@ RESTORE_HALF_LIFE_S = 86_400.0
 
 log = logging.getLogger(__name__)
 
-LOCAL_NAME = "local"
 
 RemoteFactory = Callable[[EndpointConfig], Backend]
 LocalFactory = Callable[[LocalConfig], LocalModel]
@@ -115,7 +115,7 @@ class EndpointPool:
             self.local = self.local_model = None
         else:
             self.local_model = self._local_factory(local)
-            self.local = Endpoint(LOCAL_NAME, self.local_model, None)
+            self.local = Endpoint(LOCAL, self.local_model, None)
             if previous is not None:
                 self.local.stats = previous.stats
         if previous is not None:
@@ -151,7 +151,7 @@ class EndpointPool:
             endpoint.last_error = view.last_error
 
     def get(self, name: str) -> Endpoint | None:
-        if name == LOCAL_NAME:
+        if name == LOCAL:
             return self.local
         return self.remotes.get(name)
 

@@ -1,5 +1,9 @@
 """One keystroke-level request raced across endpoints: hedging, fallback and the deadline.
 
+The race is the same whatever the request: each attempt makes the `call` it is given (a
+fill-in-the-middle completion for inline suggestions, `completion_call`) and stops reading once
+the caller has `enough`.
+
 The primary starts at once (with one more endpoint beside it when the router asks: an
 exploration or a probe, counted as a hedge). If nothing has produced a token after
 `hedge_after_ms` (and the hedge budget allows), the next candidate starts too, rider or not; a
@@ -23,7 +27,61 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, unexpected_failure
+from lsp_server.config.model import Role
+from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+
+# The call an attempt makes: the endpoint's streamed text, its counts noted in the `Usage`.
+TextCall = Callable[[Endpoint, Usage], AsyncIterator[str]]
+# Whether the text so far is all the caller can use (reading on would only spend the deadline).
+Enough = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RaceRequest:
+    """One request for the race: who may answer it (`role`) and what each attempt asks."""
+
+    role: Role
+    kind: DecisionKind
+    call: TextCall
+    enough: Enough
+    max_tokens: int
+    prompt_chars: int  # for the cost, when the upstream reports no prompt tokens
+
+
+def completion_race(request: CompletionRequest) -> RaceRequest:
+    """An inline suggestion: a fill-in-the-middle completion of `request`."""
+
+    def call(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
+        return endpoint.backend.complete(request, usage)
+
+    return RaceRequest(
+        role="inline",
+        kind=DecisionKind.INLINE,
+        call=call,
+        enough=completion_enough(request),
+        max_tokens=request.max_tokens,
+        prompt_chars=len(request.prefix) + len(request.suffix),
+    )
+
+
+def completion_enough(request: CompletionRequest) -> Enough:
+    """Enough of a completion: a whole line for a single-line context, else up to where the
+    text leaves the cursor's block."""
+    cursor_line = request.prefix[request.prefix.rfind("\n") + 1 :]
+    indent = len(cursor_line) - len(cursor_line.lstrip())
+    single_line = request.single_line
+
+    def enough(text: str) -> bool:
+        if single_line and _has_complete_line(text):
+            return True  # the rest of the line is all a single-line context can use
+        return _left_the_block(text, indent)  # a blank line, then code outside the block
+
+    return enough
+
+
+def _never_enough(text: str) -> bool:
+    return False
 
 
 @dataclass(slots=True)
@@ -61,17 +119,13 @@ class RaceOutcome:
     measuring: list[Attempt] = field(default_factory=list)
 
 
-# Starts one endpoint's answer stream: a race of another kind than inline completions (next
-# edits) asks each endpoint its own way.
-Ask = Callable[[Endpoint, Usage], AsyncIterator[str]]
-
-
 class InlineRace:
     def __init__(
         self,
-        request: CompletionRequest | None,
+        call: TextCall,
         candidates: list[Endpoint],
         *,
+        enough: Enough = _never_enough,
         hedge_after_s: float,
         deadline_s: float,
         may_hedge: bool,
@@ -79,12 +133,9 @@ class InlineRace:
         measure_riders: bool = False,
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
-        ask: Ask | None = None,
     ) -> None:
-        """`request` is a completion each endpoint is asked for; `ask` instead starts each
-        endpoint's stream for another kind of request (then `request` is None)."""
-        self._request = request
-        self._ask = ask
+        self._call = call
+        self._enough = enough
         self._measure_riders = measure_riders and on_text is None
         self._decided = False
         self._on_text = on_text
@@ -99,9 +150,6 @@ class InlineRace:
         self._hedged = False  # another endpoint was asked: a rider, or a hedge against slowness
         self._straggler_hedged = False
         self._wake = asyncio.Event()
-        prefix = request.prefix if request is not None else ""
-        cursor_line = prefix[prefix.rfind("\n") + 1 :]
-        self._indent = len(cursor_line) - len(cursor_line.lstrip())
 
     async def run(self) -> RaceOutcome:
         start = time.monotonic()
@@ -166,12 +214,7 @@ class InlineRace:
         return True
 
     async def _drive(self, attempt: Attempt) -> None:
-        request = self._request
-        if self._ask is not None:
-            stream = self._ask(attempt.endpoint, attempt.usage)
-        else:
-            assert request is not None
-            stream = attempt.endpoint.backend.complete(request, attempt.usage)
+        stream = self._call(attempt.endpoint, attempt.usage)
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for chunk in stream:
@@ -183,12 +226,8 @@ class InlineRace:
                         break
                     attempt.parts.append(chunk)
                     self._forward(attempt, chunk)
-                    if request is None:
-                        continue
-                    if request.single_line and _has_complete_line(attempt.text):
-                        break  # the rest of the line is all a single-line context can use
-                    if _left_the_block(attempt.text, self._indent):
-                        break  # a blank line, then code outside the block: the rest is unused
+                    if self._enough(attempt.text):
+                        break
         except BackendError as error:
             attempt.error = error
         except asyncio.CancelledError:

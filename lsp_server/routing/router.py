@@ -44,7 +44,14 @@ from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
-from lsp_server.routing.inline_race import Ask, Attempt, InlineRace, RaceOutcome
+from lsp_server.routing.inline_race import (
+    Attempt,
+    InlineRace,
+    RaceOutcome,
+    RaceRequest,
+    TextCall,
+    completion_race,
+)
 from lsp_server.routing.latency_stats import Ewma
 from lsp_server.routing.offline_monitor import OfflineMonitor
 from lsp_server.routing.outcomes import Outcomes
@@ -112,7 +119,7 @@ class Router:
         self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
         self.edit_outcomes = EditOutcomes()
         self._chooser = InlineChooser(rng)
-        self._suggestion_tokens = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
+        self._answer_tokens_by_role: dict[Role, Ewma] = {}  # what winners of a role wrote
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
         # Gateway chat and Responses traffic by task class: `chats.plan(...)`.
@@ -191,7 +198,28 @@ class Router:
         on_text: Callable[[str], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
     ) -> Routed:
-        """Route one keystroke-level request.
+        """Route one keystroke-level request (see `race`)."""
+        return await self.race(
+            completion_race(request),
+            uri=uri,
+            local_only=local_only,
+            pinned=pinned,
+            on_text=on_text,
+            on_attempt=on_attempt,
+        )
+
+    async def race(
+        self,
+        request: RaceRequest,
+        *,
+        uri: str | None = None,
+        local_only: Reason | None = None,
+        pinned: str | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_attempt: Callable[[str], None] | None = None,
+    ) -> Routed:
+        """Race the endpoints of `request.role`, ranked by live latency, under the keystroke
+        deadline.
 
         `local_only` names why it must stay on this machine; `pinned` names the one endpoint a
         caller asked for by name (privacy still wins over it). With `on_text` the text streams
@@ -199,18 +227,20 @@ class Router:
         the race then commits to (see `InlineRace`).
         """
         started = time.monotonic()
-        self.outcomes.request_started(kind=DecisionKind.INLINE)
+        kind = request.kind
+        self.outcomes.request_started(kind=kind)
         self._connect_endpoints()
-        choice = self._choice("inline", local_only, float(request.max_tokens), pinned)
+        choice = self._race_choice(request, local_only, pinned)
         candidates, reason, parallel = choice.order, choice.reason, choice.parallel
         if not candidates:
-            return self._record_empty(DecisionKind.INLINE, reason, started, uri)
+            return self._record_empty(kind, reason, started, uri)
         race = InlineRace(
-            request,
+            request.call,
             candidates,
+            enough=request.enough,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
-            deadline_s=self._inline_deadline_ms(candidates) / 1000,
-            may_hedge=self.budget.hedge_left(self.config.routing.max_hedge_ratio),
+            deadline_s=self._inline_deadline_ms(candidates, request.role) / 1000,
+            may_hedge=self._budget(request.role).hedge_left(self.config.routing.max_hedge_ratio),
             parallel=parallel,
             measure_riders=choice.rider_reason == "explore",
             on_text=on_text,
@@ -218,51 +248,80 @@ class Router:
         )
         outcome = await race.run()
         explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.outcomes.request_ended(
-            kind=DecisionKind.INLINE, hedged=outcome.hedged, explored=explored
-        )
+        self.outcomes.request_ended(kind=kind, hedged=outcome.hedged, explored=explored)
         rider_reason = choice.rider_reason if parallel > 1 else None
-        routed = self._settle_inline(
-            outcome,
-            candidates,
-            (reason, rider_reason),
-            len(request.prefix) + len(request.suffix),
-            started,
-            uri,
+        routed = self._settle_race(
+            outcome, candidates, (reason, rider_reason), request, started, uri
         )
+        if request.role == "edit":
+            for view in candidates:
+                self.pool.adopt_edit_view(view)
+            if outcome.timed_out:  # a partial rewrite is no edit
+                routed = dataclasses.replace(routed, text="")
         self._save_now_and_then()
         return routed
 
-    def _inline_deadline_ms(self, candidates: list[Endpoint], keystroke: int | None = None) -> int:
-        """The keystroke deadline (`keystroke`: another role's), or the local budget when only
-        the local model can answer (rule 6): the local model is then no hedge but the answer,
-        and a CPU needs longer."""
-        if keystroke is None:
-            keystroke = self.config.routing.inline_deadline_ms
+    async def edit(
+        self,
+        call: TextCall,
+        *,
+        prompt_chars: int,
+        answer_tokens: int,
+        uri: str | None = None,
+        local_only: Reason | None = None,
+        pinned: str | None = None,
+    ) -> Routed:
+        """Route one next-edit prediction as a keystroke is routed (see `race`) among the
+        `edit` endpoints, under `edit_deadline_ms`; `call` asks one endpoint in its own format.
+        Each endpoint's edit latency is measured apart from its inline latency
+        (`Endpoint.for_edits`), which it would otherwise distort."""
+        request = RaceRequest(
+            role="edit",
+            kind=DecisionKind.EDIT,
+            call=call,
+            enough=lambda text: False,  # an edit is the whole rewritten region
+            max_tokens=answer_tokens,
+            prompt_chars=prompt_chars,
+        )
+        return await self.race(request, uri=uri, local_only=local_only, pinned=pinned)
+
+    def _budget(self, role: Role) -> HedgeBudget:
+        return self.outcomes.edit_budget if role == "edit" else self.budget
+
+    def _answer_tokens(self, role: Role) -> Ewma:
+        """How many tokens an answer of `role` needs, as its winners have told."""
+        known = self._answer_tokens_by_role.get(role)
+        if known is None:
+            known = Ewma(alpha=0.1, value=SUGGESTION_TOKENS_PRIOR)
+            self._answer_tokens_by_role[role] = known
+        return known
+
+    def _inline_deadline_ms(self, candidates: list[Endpoint], role: Role = "inline") -> int:
+        """The keystroke deadline (a next edit's own), or the local budget when only the local
+        model can answer (rule 6): the local model is then no hedge but the answer, and a CPU
+        needs longer."""
+        keystroke = self._deadline_ms(role)
         if all(e.is_local for e in candidates):
             return max(keystroke, self.config.local.deadline_ms)
         return keystroke
 
-    def _choice(
-        self,
-        role: Role,
-        local_only: Reason | None,
-        max_tokens: float,
-        pinned: str | None,
-        *,
-        view: Callable[[Endpoint], Endpoint] = lambda endpoint: endpoint,
-        deadline: int | None = None,
+    def _deadline_ms(self, role: Role) -> int:
+        routing = self.config.routing
+        return routing.edit_deadline_ms if role == "edit" else routing.inline_deadline_ms
+
+    def _race_choice(
+        self, request: RaceRequest, local_only: Reason | None, pinned: str | None
     ) -> Choice:
-        """Who asks a race of `role`, in order; `view` gives each endpoint as that role's
-        statistics see it, `deadline` is the role's budget."""
-        answerers = self.answerers(role, local_only)
-        local, model = self.pool.local, self.pool.local_model
+        answerers = self.answerers(request.role, local_only)
+        pool_local, model = self.pool.local, self.pool.local_model
+        view = Endpoint.for_edits if request.role == "edit" else _as_is
+        local = view(pool_local) if pool_local is not None else None
         if answerers.stay_local is not None:
             # The local model is the only answer: one still loading is waited for, within
             # the local budget, rather than skipped.
             answering = local is not None and model is not None and _awaitable(model)
             return Choice(
-                [view(local)] if local is not None and answering else [], 1, answerers.stay_local
+                [local] if local is not None and answering else [], 1, answerers.stay_local
             )
         remotes = [view(e) for e in answerers.remotes]
         if model is None:
@@ -271,7 +330,7 @@ class Router:
             local_ready = _usable(model)
         else:  # a local-only configuration: as above, a loading model is waited for
             local_ready = _awaitable(model)
-        endpoints = remotes + ([view(local)] if local is not None and local_ready else [])
+        endpoints = remotes + ([local] if local is not None and local_ready else [])
         if not endpoints:
             loading = answerers.local_state is LocalState.LOADING
             return Choice([], 1, Reason.LOCAL_LOADING if loading else Reason.NO_ENDPOINT)
@@ -284,21 +343,21 @@ class Router:
         healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
         tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
         order = {e.name: i for i, e in enumerate(endpoints)}
-        if deadline is None:
-            deadline = self.config.routing.inline_deadline_ms
+        deadline = self._deadline_ms(request.role)
 
         def prior_ms(endpoint: Endpoint) -> float:
             """Before any data: the configured order, the local model last."""
             prior = deadline * (1 + order[endpoint.name] * 0.05)
             return prior * 2 if endpoint.is_local else prior
 
-        tokens = min(self._suggestion_tokens.value or 1.0, max_tokens)
+        answer_tokens = self._answer_tokens(request.role).value or 1.0
+        tokens = min(answer_tokens, float(request.max_tokens))
         return self._chooser.choose(
             healthy,
             tripped,
             prior_ms=prior_ms,
             tokens=tokens,
-            budget=self.budget.ride(self.config.routing.max_hedge_ratio),
+            budget=self._budget(request.role).ride(self.config.routing.max_hedge_ratio),
         )
 
     def _hedge_delay_ms(self, primary: Endpoint) -> float:
@@ -315,15 +374,14 @@ class Router:
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
-    def _settle_inline(
+    def _settle_race(
         self,
         outcome: RaceOutcome,
         candidates: list[Endpoint],
         reasons: tuple[Reason, Reason | None],
-        prompt_chars: int,
+        request: RaceRequest,
         started: float,
         uri: str | None,
-        kind: DecisionKind = DecisionKind.INLINE,
     ) -> Routed:
         measuring = {id(a) for a in outcome.measuring}
         for attempt in outcome.attempts:
@@ -348,8 +406,8 @@ class Router:
                 reason = rider_reason
             else:
                 reason = Reason.HEDGE_WIN
-        if winner is not None and kind is DecisionKind.INLINE:
-            self._suggestion_tokens.add(float(max(1, winner.usage.completion_tokens)))
+        if winner is not None:
+            self._answer_tokens(request.role).add(float(max(1, winner.usage.completion_tokens)))
         served_by = winner.endpoint if winner else None
         tokens = winner.usage.completion_tokens if winner else 0
         failures = _failures(outcome.attempts)
@@ -357,7 +415,7 @@ class Router:
             reason = Reason.DEADLINE
         prompt_tokens = 0
         if winner is not None:
-            prompt_tokens = winner.usage.prompt_tokens or prompt_chars // 4
+            prompt_tokens = winner.usage.prompt_tokens or request.prompt_chars // 4
         routed = Routed(
             outcome.text,
             served_by.name if served_by else None,
@@ -369,7 +427,7 @@ class Router:
             failures=failures,
         )
         self.outcomes.decision(
-            kind=kind,
+            kind=request.kind,
             served_by=served_by,
             reason=reason,
             started=started,
@@ -439,68 +497,6 @@ class Router:
             kind=kind, served_by=None, reason=reason, started=started, uri=uri, detail=detail
         )
         return Routed("", None, reason, decision.latency_ms, 0, failures=failures)
-
-    # -- next edits ------------------------------------------------------------------------
-
-    async def edit(
-        self,
-        ask: Ask,
-        *,
-        prompt_chars: int,
-        answer_tokens: int,
-        uri: str | None = None,
-        local_only: Reason | None = None,
-        pinned: str | None = None,
-    ) -> Routed:
-        """Route one next-edit prediction as a keystroke is routed (the same ranking, hedging,
-        breakers and decision log) among the `edit` endpoints, under `edit_deadline_ms`; `ask`
-        starts one endpoint's answer in its own format. Each endpoint's edit latency is
-        measured apart from its inline latency, which it would otherwise distort."""
-        started = time.monotonic()
-        self.outcomes.request_started(kind=DecisionKind.EDIT)
-        self._connect_endpoints()
-        deadline = self.config.routing.edit_deadline_ms
-        choice = self._choice(
-            "edit",
-            local_only,
-            float(answer_tokens),
-            pinned,
-            view=Endpoint.for_edits,
-            deadline=deadline,
-        )
-        candidates, reason, parallel = choice.order, choice.reason, choice.parallel
-        if not candidates:
-            return self._record_empty(DecisionKind.EDIT, reason, started, uri)
-        race = InlineRace(
-            None,
-            candidates,
-            hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
-            deadline_s=self._inline_deadline_ms(candidates, deadline) / 1000,
-            may_hedge=self.outcomes.edit_budget.hedge_left(self.config.routing.max_hedge_ratio),
-            parallel=parallel,
-            measure_riders=choice.rider_reason == "explore",
-            ask=ask,
-        )
-        outcome = await race.run()
-        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.outcomes.request_ended(
-            kind=DecisionKind.EDIT, hedged=outcome.hedged, explored=explored
-        )
-        rider_reason = choice.rider_reason if parallel > 1 else None
-        routed = self._settle_inline(
-            outcome,
-            candidates,
-            (reason, rider_reason),
-            prompt_chars,
-            started,
-            uri,
-            DecisionKind.EDIT,
-        )
-        for view in candidates:
-            self.pool.adopt_edit_view(view)
-        if outcome.timed_out:  # a partial rewrite is no edit
-            routed = dataclasses.replace(routed, text="")
-        return routed
 
     # -- refactor ---------------------------------------------------------------------------
 
@@ -643,6 +639,10 @@ class Router:
             self._stats_file.save(self.pool.snapshot())
         await self.offline.aclose()
         await self.pool.aclose()
+
+
+def _as_is(endpoint: Endpoint) -> Endpoint:
+    return endpoint
 
 
 def _usable(model: LocalModel) -> bool:

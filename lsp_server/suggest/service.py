@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from lsp_server.backends.base import CompletionRequest, Usage
+from lsp_server.config.model_names import LOCAL
 from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.endpoint_pool import LOCAL_NAME
 from lsp_server.routing.router import Routed, Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.postprocess import clean_suggestion
@@ -77,7 +77,7 @@ class SuggestionService:
             self.context.completion_at(uri, text, language, window)
         stay_local = self.privacy.window_reason(uri, text, window[0], offset, window[1])
         cached = self.cache.get(uri, request.prefix, request.suffix) if pinned is None else None
-        if cached is not None and (stay_local is None or cached.source == LOCAL_NAME):
+        if cached is not None and (stay_local is None or cached.source == LOCAL):
             self.router.record_cache_hit(cached.source, uri)
             return Suggestion(cached.text, cached.source, Reason.CACHE, 0.0, from_cache=True)
         suggestion = await self._route(request, uri, stay_local, pinned, None, None)
@@ -129,7 +129,7 @@ class SuggestionService:
         if model is None:
             return
         stay_local = self.privacy.text_reason(uri, text)
-        if pinned == LOCAL_NAME or self.router.answerers("inline", stay_local).local_must_answer:
+        if pinned == LOCAL or self.router.answerers("inline", stay_local).local_must_answer:
             await model.ensure_loaded()
 
     def forget(self, uri: str) -> None:

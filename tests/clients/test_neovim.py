@@ -225,6 +225,29 @@ def test_code_actions_are_listed_and_a_refactor_applies_its_edit(tmp_path: Path)
             wait_for(lambda: editor.current.buffer[:] == expected, 30, "the refactor's edit")
 
 
+def test_a_refactor_on_a_line_of_non_ascii_text_lands_in_the_right_place(
+    tmp_path: Path,
+) -> None:
+    """Neovim asks for UTF-8 positions first: the edit after "é" (two bytes, one UTF-16 unit)
+    and "✓" (three bytes, one unit) must count bytes, or it lands three characters early."""
+    answer = '```python\ntext = "héllo ✓"; count = 2\n```\n'
+    with FakeLLMServer(Behaviour(text=answer)) as endpoint:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            "[local]\nenabled = false\n"
+            + endpoint_toml("reasoner", endpoint.base_url, fim=False, roles='["refactor"]')
+        )
+        source = tmp_path / "label.py"
+        source.write_text('def label():\n    text = "héllo ✓"; count = 1\n    return text, count\n')
+        with neovim(tmp_path, config) as editor:
+            open_attached(editor, source)
+            encoding = lua(editor, "return gateway_test.client().offset_encoding")
+            assert encoding == "utf-8"
+            assert lua(editor, "return gateway_test.run_action(1, 2, 'Refactor: Simplify')")
+            expected = ["def label():", '    text = "héllo ✓"; count = 2', "    return text, count"]
+            wait_for(lambda: editor.current.buffer[:] == expected, 30, "the refactor's edit")
+
+
 def test_another_open_file_joins_the_prompt_as_context(tmp_path: Path) -> None:
     """Two files open in Neovim: the prompt for the one being typed in carries a chunk of the
     other, which defines the function being called."""

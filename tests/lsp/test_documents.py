@@ -8,11 +8,14 @@ from lsprotocol import types
 from pygls.workspace import PositionCodec
 
 from lsp_server.lsp.bounded_stdin import UNREADABLE_BODY, BoundedStdin
-from lsp_server.lsp.documents import LspTextDocument, lsp_lines, offset_at
+from lsp_server.lsp.documents import LspTextDocument, lsp_lines, offset_at, position_at
 
 
-def document(text: str) -> LspTextDocument:
-    return LspTextDocument("file:///t.py", source=text, position_codec=PositionCodec())
+def document(
+    text: str, encoding: types.PositionEncodingKind = types.PositionEncodingKind.Utf16
+) -> LspTextDocument:
+    codec = PositionCodec(encoding)
+    return LspTextDocument("file:///t.py", source=text, position_codec=codec)
 
 
 def test_only_lsp_line_breaks_split_lines() -> None:
@@ -35,6 +38,22 @@ def test_positions_are_utf16_and_clamped_to_the_line() -> None:
     assert offset_at(doc, types.Position(line=0, character=snake_end - 1)) == len('s = "')
     assert offset_at(doc, types.Position(line=0, character=999)) == len('s = "🐍é"')
     assert offset_at(doc, types.Position(line=9, character=0)) == len(doc.source)
+
+
+def test_an_offset_becomes_a_position_in_the_negotiated_encoding() -> None:
+    text = 'x = 1\r\nlabel = "😀é ok"\rz\n'
+    offset = text.index("ok")
+    expected = {
+        types.PositionEncodingKind.Utf8: len('label = "😀é '.encode()),
+        types.PositionEncodingKind.Utf16: len('label = "😀é '.encode("utf-16-le")) // 2,
+        types.PositionEncodingKind.Utf32: len('label = "😀é '),
+    }
+    for encoding, character in expected.items():
+        doc = document(text, encoding)
+        assert position_at(doc, offset) == types.Position(line=1, character=character)
+        assert offset_at(doc, position_at(doc, offset)) == offset
+        assert position_at(doc, text.index("z")) == types.Position(line=2, character=0)
+        assert position_at(doc, len(text)) == types.Position(line=3, character=0)
 
 
 def test_positions_on_plain_lines_after_wide_ones_count_every_line_above() -> None:

@@ -72,7 +72,7 @@ def test_edits_stay_inside_the_region_or_the_answer_is_dropped() -> None:
     asked = request()
     renamed = "def scale(amount, factor):\n    return amount * factor"
     (edit,) = region_edits(asked, renamed)
-    assert TEXT[edit.start : edit.end] == "value" and edit.new_text == "amount"
+    assert TEXT[edit.start : edit.end] == "value" and edit.text == "amount"
     assert region_edits(asked, asked.region_text) == []
     with pytest.raises(OutsideTheRegion):
         region_edits(asked, "\n" + renamed + "\n\nprint(scale(1, 2))")

@@ -113,7 +113,7 @@ async def test_a_sensitive_files_next_edit_is_answered_locally(tmp_path: Path, m
             )
             assert edit.endpoint == "local" and edit.reason == "sensitive"
             assert local.asked == 1
-            assert [(e.new_text) for e in edit.edits] == ["amount"]
+            assert [(e.text) for e in edit.edits] == ["amount"]
             assert edit_bytes(mercury) == 0
         finally:
             await engine.aclose()

@@ -69,6 +69,16 @@ def test_a_name_in_one_turn_and_its_value_in_the_next() -> None:
     assert memo.first_secret_kind("alice", new) is not None
 
 
+def test_a_block_named_in_one_turn_and_its_value_in_the_next() -> None:
+    memo = ConversationMemo()
+    header = 'variable "db_password" {\n  description = "main"\n  type = string\n  sensitive = true'
+    old = [INSTRUCTIONS, header]
+    assert memo.first_secret_kind("alice", old) is None
+    new = [*old, '  default = "Tr0ub4dor-and-3-more"\n}']
+    assert whole_scan_kind(new) == "block-secret"
+    assert memo.first_secret_kind("alice", new) == "block-secret"
+
+
 def test_a_private_key_begun_long_before_is_found() -> None:
     key = next(sample.text for sample in SECRETS if sample.kind == "private-key")
     lines = key.splitlines()

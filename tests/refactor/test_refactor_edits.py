@@ -1,4 +1,4 @@
-"""From a model's answer to minimal UTF-16 text edits: extraction, indentation, validation, diff."""
+"""From a model's answer to minimal offset edits: extraction, indentation, validation, diff."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ from itertools import pairwise
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lsprotocol.types import Position, Range, TextEdit
 
 from lsp_server.refactor.edits import (
+    OffsetEdit,
     RefactorOutputError,
     apply_edits,
     extract_code,
     minimal_edits,
-    offset_to_position,
     plan_refactor_edit,
-    position_to_offset,
     reindent,
     validate,
 )
@@ -161,24 +159,6 @@ def test_valid_python_and_other_languages_pass() -> None:
     validate("function f( {", "javascript")
 
 
-# --- positions ---------------------------------------------------------------------------
-
-
-def test_positions_count_utf16_code_units() -> None:
-    text = "a😀b\nc"
-    assert offset_to_position(text, 2) == Position(line=0, character=3)
-    assert offset_to_position(text, 4) == Position(line=1, character=0)
-    assert position_to_offset(text, Position(line=0, character=3)) == 2
-    assert position_to_offset(text, Position(line=0, character=99)) == 3
-    assert position_to_offset(text, Position(line=9, character=0)) == len(text)
-
-
-def test_positions_understand_all_three_line_endings() -> None:
-    text = "a\r\nb\rc\nd"
-    assert [offset_to_position(text, i).line for i in (0, 3, 5, 7)] == [0, 1, 2, 3]
-    assert position_to_offset(text, Position(line=0, character=5)) == 1
-
-
 # --- minimal_edits and apply_edits -----------------------------------------------------
 
 
@@ -192,8 +172,8 @@ def test_one_word_change_in_a_big_document_is_one_small_edit() -> None:
     edits = minimal_edits(old, new)
     assert len(edits) == 1
     (edit,) = edits
-    assert edit.range.start.line == edit.range.end.line == 750
-    assert len(edit.new_text) <= len("amount")
+    assert old.count("\n", 0, edit.start) == old.count("\n", 0, edit.end) == 750
+    assert len(edit.text) <= len("amount")
     assert apply_edits(old, edits) == new
 
 
@@ -203,19 +183,16 @@ def test_separate_changes_give_separate_sorted_edits() -> None:
         "return value + 400\n", "return value * 400\n"
     )
     edits = minimal_edits(old, new)
-    assert [edit.new_text for edit in edits] == ["-", "*"]
-    assert edits[0].range.end.line < edits[1].range.start.line
+    assert [edit.text for edit in edits] == ["-", "*"]
+    assert edits[0].end < edits[1].start
     assert apply_edits(old, edits) == new
 
 
-def test_edit_after_an_emoji_counts_it_as_two_units() -> None:
+def test_edit_after_an_emoji_is_in_str_offsets() -> None:
     old = 'label = "😀 ok"\nvalue = 1\n'
     new = 'label = "😀 fine"\nvalue = 1\n'
     (edit,) = minimal_edits(old, new)
-    assert edit.range == Range(
-        start=Position(line=0, character=12), end=Position(line=0, character=14)
-    )
-    assert edit.new_text == "fine"
+    assert edit == OffsetEdit(11, 13, "fine")
     assert apply_edits(old, [edit]) == new
 
 
@@ -224,8 +201,7 @@ def test_crlf_line_endings_are_never_split() -> None:
     new = "a\nb\r\n"
     edits = minimal_edits(old, new)
     for edit in edits:
-        for position in (edit.range.start, edit.range.end):
-            offset = position_to_offset(old, position)
+        for offset in (edit.start, edit.end):
             assert old[offset - 1 : offset + 1] != "\r\n"
     assert apply_edits(old, edits) == new
 
@@ -235,10 +211,7 @@ def test_identical_texts_need_no_edits() -> None:
 
 
 def test_apply_edits_refuses_overlaps() -> None:
-    edits = [
-        TextEdit(Range(Position(0, 0), Position(0, 3)), "x"),
-        TextEdit(Range(Position(0, 2), Position(0, 4)), "y"),
-    ]
+    edits = [OffsetEdit(0, 3, "x"), OffsetEdit(2, 4, "y")]
     with pytest.raises(ValueError, match="overlapping"):
         apply_edits("abcdef", edits)
 
@@ -252,10 +225,7 @@ _texts = st.lists(_pieces, max_size=40).map("".join)
 def test_applying_minimal_edits_reproduces_the_new_text(old: str, new: str) -> None:
     edits = minimal_edits(old, new)
     assert apply_edits(old, edits) == new
-    offsets = [
-        (position_to_offset(old, e.range.start), position_to_offset(old, e.range.end))
-        for e in edits
-    ]
+    offsets = [(e.start, e.end) for e in edits]
     assert all(start <= end for start, end in offsets)
     assert all(a[1] <= b[0] for a, b in pairwise(offsets))
     boundaries = [offset for pair in offsets for offset in pair]
@@ -302,8 +272,8 @@ def test_plan_replaces_only_the_selected_method_body() -> None:
     edits = plan_refactor_edit(_DOCUMENT, start, end, answer, "python")
     new = apply_edits(_DOCUMENT, edits)
     assert "    def area(self):\n        return math.pi * self.radius**2\n\n    def describe" in new
-    assert all(8 <= e.range.start.line <= 9 for e in edits)
-    assert sum(len(e.new_text) for e in edits) < len("        return math.pi * self.radius**2\n")
+    assert all(8 <= _DOCUMENT.count("\n", 0, e.start) <= 9 for e in edits)
+    assert sum(len(e.text) for e in edits) < len("        return math.pi * self.radius**2\n")
 
 
 def test_plan_keeps_crlf_documents_crlf() -> None:

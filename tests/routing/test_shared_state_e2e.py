@@ -243,22 +243,27 @@ class _Recorder:
         self._client.close()
 
 
-def _everything_stored(url: str) -> list[bytes]:
+def _everything_stored(url: str) -> dict[bytes, list[bytes]]:
+    """Every key, and what it holds."""
     client = redis.Redis.from_url(url)
-    found: list[bytes] = []
+    found: dict[bytes, list[bytes]] = {}
     try:
         for key in client.scan_iter(count=1000):
-            found.append(key)
             kind = client.type(key)
+            held = found.setdefault(key, [])
             if kind == b"string":
-                found.append(client.get(key) or b"")
+                held.append(client.get(key) or b"")
             elif kind == b"list":
-                found.extend(client.lrange(key, 0, -1))
+                held.extend(client.lrange(key, 0, -1))
             elif kind == b"hash":
                 for field, value in client.hgetall(key).items():
-                    found += [field, value]
+                    held += [field, value]
             elif kind in (b"set", b"zset"):
-                found.extend(client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1))
+                held.extend(client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1))
+            elif kind == b"stream":
+                for _, fields in client.xrange(key):
+                    for field, value in fields.items():
+                        held += [field, value]
             else:
                 pytest.fail(f"unexpected key type {kind!r}")
     finally:
@@ -317,7 +322,8 @@ def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
     # The key, the prompt and the path did leave for the endpoint; only not for Redis.
     assert primary.requests[0].headers["authorization"] == f"Bearer {api_key}"
     assert prompt_marker in primary.received_text()
-    stored = _everything_stored(redis_server.url)
+    held = _everything_stored(redis_server.url)
+    stored = [*held, *(value for values in held.values() for value in values)]
     assert stored and recorder.messages
     everything = b"\n".join(stored + recorder.messages)
     for marker in (prompt_marker, path_marker, secret_in_prompt, api_key, client_token, "def add"):
@@ -333,10 +339,20 @@ def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
             "inline",
             "hedged",
         }
-    keys = [k.decode() for k in stored if k.startswith(b"gateway-ls:")]
+    # The usage ledger: the client's name (its token variable), endpoints and numbers.
+    ledger = held.pop(b"gateway-ls:v1:usage")
+    fields = {b"at", b"client", b"endpoint", b"class", b"in", b"out", b"micros", b"ms"}
+    assert set(ledger[0::2]) == fields
+    assert set(ledger[1::2]) - {b"TEAM_TOKEN", b"inline", *(n.encode() for n in names), b""} <= {
+        v for v in ledger[1::2] if v.isdigit()
+    }
+    # The gateways alive, by a random id each.
+    alive = held.pop(b"gateway-ls:v1:limits:gateways")
+    assert all(re.fullmatch(rb"[0-9a-f]{16}", g) for g in alive) and len(alive) == 2
+    keys = [k.decode() for k in held]
     assert any(":snapshot:" in k for k in keys) and any(":breaker:" in k for k in keys)
     assert all(k.rsplit(":", 1)[-1] in names or k.rsplit(":", 1)[-1].isdigit() for k in keys)
-    values = [v for v in stored if not v.startswith(b"gateway-ls:")]
+    values = [v for values in held.values() for v in values]
     for value in values:  # breaker keys hold a number, snapshots numbers under name digests
         strings = _strings_in(json.loads(value)) - {"version", "endpoints"}
         assert all(re.fullmatch(r"[0-9a-f]{32}", s) for s in strings), value

@@ -7,7 +7,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_server.refactor.edits import apply_edits
+from tests.support.lsp_positions import apply_text_edits
 
 
 def record_applied_edits(client: LanguageClient) -> list[types.ApplyWorkspaceEditParams]:
@@ -53,4 +53,4 @@ def text_edits_for(edit: types.WorkspaceEdit, uri: str) -> list[types.TextEdit]:
 
 def apply_workspace_edit(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
     """`text`, the content of `uri`, as an editor would show it after applying `edit`."""
-    return apply_edits(text, text_edits_for(edit, uri))
+    return apply_text_edits(text, text_edits_for(edit, uri))

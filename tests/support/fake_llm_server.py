@@ -80,6 +80,7 @@ class Behaviour:
     fault: str | None = None  # "status:NNN" or one of FAULTS
     retry_after: str | None = None  # value of Retry-After on error statuses
     ignore_stream: bool = False  # answer with one JSON body even when asked to stream
+    report_usage: bool = True  # False: OpenAI shapes carry no usage, streamed or not
     models: tuple[str, ...] = ("fake-model",)
 
     def __post_init__(self) -> None:
@@ -183,6 +184,7 @@ class WireShape:
         self.id = self.id_prefix + response_id
         self.created = int(time.time())
         self.chunk_chars = 4  # the plan sets the behaviour's
+        self.report_usage = True  # and this
 
     def prompt(self) -> str:
         raise NotImplementedError
@@ -213,7 +215,9 @@ class WireShape:
         )
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
-    def _usage(self, answer: Answer) -> dict:
+    def _usage(self, answer: Answer) -> dict | None:
+        if not self.report_usage:
+            return None
         return {
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
@@ -227,7 +231,7 @@ class WireShape:
 
     def _usage_events(self, answer: Answer) -> list[bytes]:
         options = self.payload.get("stream_options")
-        if isinstance(options, dict) and options.get("include_usage"):
+        if self.report_usage and isinstance(options, dict) and options.get("include_usage"):
             return [_sse(self._chunk([], usage=self._usage(answer)))]
         return []
 
@@ -900,6 +904,7 @@ class FakeLLMServer:
                 behaviour = self.profile(payload) or behaviour
             model = str(payload.get("model") or (behaviour.models or ("fake-model",))[0])
             shape = shape_class(payload, model, self._response_id())
+            shape.report_usage = behaviour.report_usage
             stream = payload.get("stream") is True and not behaviour.ignore_stream
             plan = plan_response(behaviour, shape, stream=stream)
             return _SupervisedResponse(self, plan, shape)

@@ -1,0 +1,617 @@
+"""A team's load on two gateways sharing one Redis, with faults, against the model directly and
+against LiteLLM's proxy.
+
+The set-up: a scripted model (`bench/team_upstream.py`: a time to first token and a pace
+between chunks drawn per request), a real `redis-server`, and two `gateway-ls gateway`
+processes sharing it (`state_url`), each client with its own token. The load, from this
+process:
+
+- 50 editors typing in bursts: a streamed fill-in-the-middle completion per keystroke, the
+  one before cancelled when it has not ended yet (as editors do), a pause between bursts;
+- 200 agent sessions: each turn a streamed chat of about 40 KB (instructions, a dozen tools,
+  the history so far) that grows by a tool call and its result a turn, then the tool's time;
+- a CI job (`CI_TOKEN`) sending short chats as fast as its answers come, its limits tight
+  where the gateway has limits (`[gateway.clients.CI_TOKEN]`).
+
+Every loop is bounded by the phase's end. The same load runs three times, `--seconds` each:
+straight to the model, through the two gateways, through two LiteLLM proxies sharing the same
+Redis (installed for the bench only; no Postgres, so no per-key limits or budgets: its row
+says so). Each request carries its number (`seq:N`), the model's draws are made from it, and
+the added latency is the difference between the same request through a gateway and straight,
+at p50 and p99. Halfway through the gateway phase one gateway is killed (SIGKILL) in mid-
+stream: the requests it held are cut (counted apart), clients go to the other one as a load
+balancer would send them, and its leases must be reclaimed. At three quarters Redis is killed
+and started again: no request may fail. Latency is read before the first fault; errors over
+the whole phase.
+
+Sized for two shared cores. Needs `redis-server` (`make redis-server`).
+Run from the repository root: `python -m bench.bench_team [--seconds 20] [--no-litellm]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.bench_gateway import free_port, process
+from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
+from lsp_server import json_codec
+from lsp_server.event_loop import run_on_fastest_loop
+from tests.support.redis_server import RedisServer
+
+EDITORS = 50
+AGENTS = 200
+CI_LOOPS = 6
+AGENT_TURNS = 10  # a session starts anew after this many turns
+TOKENS = {"keystroke": "EDITORS_TOKEN", "agent": "AGENTS_TOKEN", "ci": "CI_TOKEN"}
+# The CI client's limits, where the gateway has limits.
+CI_LIMITS = {"rpm": 120, "tpm": 60_000, "max_concurrent": 4, "budget_usd": 0.05}
+PRICE_PER_MTOK = {"input": 3.0, "output": 15.0}
+LEASE_S = 30  # the longest a dead gateway's lease may be held, as the limiter documents
+REQUEST_TIMEOUT_S = 30
+INSTRUCTIONS = (
+    "You are a coding agent. Read the repository before you change it, keep changes small, "
+    "run the tests after each change and explain what you did in a short final message.\n"
+) * 200
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"The {name} tool. " * 20,
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "line": {"type": "integer"}},
+                "required": ["path"],
+            },
+        },
+    }
+    for name in ["read_file", *(f"tool_{i}" for i in range(11))]
+]
+PREFIX = (
+    "import os\n\n\ndef load(path):\n    with open(path) as handle:\n        return handle.read()\n"
+)
+
+
+@dataclass
+class Sample:
+    kind: str  # "keystroke" | "agent" | "ci"
+    seq: int
+    target: str
+    started: float
+    ended: float = 0.0
+    outcome: str = "ok"  # "ok" | "error" | "cancelled" | "limited"
+    detail: str = ""
+    tokens: int = 0
+
+    @property
+    def ms(self) -> float:
+        return (self.ended - self.started) * 1000
+
+
+@dataclass
+class Targets:
+    """Where the load goes: base URLs, one picked after another; a URL that refuses
+    connections is left out from then on (a load balancer's health check)."""
+
+    urls: list[str]
+    dead: set[str] = field(default_factory=set)
+    turn: int = 0
+
+    def pick(self) -> str:
+        alive = [url for url in self.urls if url not in self.dead] or self.urls
+        self.turn += 1
+        return alive[self.turn % len(alive)]
+
+
+@dataclass
+class Phase:
+    name: str
+    targets: Targets
+    tokens: dict[str, str]  # kind -> bearer token
+    seconds: float
+    samples: list[Sample] = field(default_factory=list)
+    started: float = 0.0
+    faults: dict[str, float] = field(default_factory=dict)  # fault -> time it happened
+    killed: str = ""  # the URL of the gateway killed
+    steady: float = 1.0  # the share of the phase before its first fault
+    editors: int = EDITORS
+    agents: int = AGENTS
+
+    @property
+    def ends(self) -> float:
+        return self.started + self.seconds
+
+
+async def stream(
+    client: httpx.AsyncClient, phase: Phase, sample: Sample, path: str, body: dict[str, Any]
+) -> None:
+    """Send one streamed request and read it to its end; the sample says how it went. A
+    refused connection goes to another target, as a load balancer would send it."""
+    headers = {
+        "Authorization": f"Bearer {phase.tokens[sample.kind]}",
+        "Content-Type": "application/json",
+    }
+    content = json_codec.dumps(body)
+    for _ in range(len(phase.targets.urls)):
+        sample.target = phase.targets.pick()
+        try:
+            async with client.stream(
+                "POST", f"{sample.target}{path}", content=content, headers=headers
+            ) as response:
+                if response.status_code == 429:
+                    sample.outcome, sample.detail = (
+                        "limited",
+                        response.headers.get("retry-after", ""),
+                    )
+                    await response.aread()
+                    break
+                if response.status_code != 200:
+                    sample.outcome = "error"
+                    sample.detail = f"{response.status_code} {(await response.aread())[:120]!r}"
+                    break
+                tail = b""
+                async for chunk in response.aiter_raw():
+                    tail = (tail + chunk)[-4096:]
+                    if b'"error":' in chunk:
+                        sample.outcome, sample.detail = (
+                            "error",
+                            chunk[:120].decode(errors="replace"),
+                        )
+                if b"data: [DONE]" not in tail and sample.outcome == "ok":
+                    sample.outcome, sample.detail = "error", "stream ended early"
+                sample.tokens = _usage_tokens(tail)
+            break
+        except httpx.ConnectError:
+            phase.targets.dead.add(sample.target)
+            continue
+        except httpx.HTTPError as failed:
+            sample.outcome, sample.detail = "error", f"{type(failed).__name__}"
+            break
+    sample.ended = time.monotonic()
+
+
+def _usage_tokens(tail: bytes) -> int:
+    at = tail.rfind(b'"usage":')
+    if at == -1:
+        return 0
+    with contextlib.suppress(ValueError):
+        usage = json.JSONDecoder().raw_decode(tail[at + 8 :].decode(errors="replace").lstrip())[0]
+        return int(usage.get("total_tokens", 0))
+    return 0
+
+
+async def editor(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
+    """Bursts of keystrokes; a keystroke's request is cancelled by the next one when it has
+    not ended."""
+    rng = random.Random(number)
+    seq = 1_000_000 + number * 100_000
+    while time.monotonic() < phase.ends:
+        pending: tuple[asyncio.Task[None], Sample] | None = None
+        for _ in range(rng.randint(3, 8)):
+            seq += 1
+            sample = Sample("keystroke", seq, "", time.monotonic())
+            body = {
+                "model": "gateway-ls",
+                "prompt": f"# seq:{seq}\n{PREFIX}def parse_{seq % 97}(text):\n    ",
+                "suffix": "\n\nif __name__ == '__main__':\n    main()\n",
+                "max_tokens": 32,
+                "stream": True,
+            }
+            if pending is not None and not pending[0].done():
+                pending[0].cancel()
+                pending[1].outcome, pending[1].ended = "cancelled", time.monotonic()
+            task = asyncio.create_task(stream(client, phase, sample, "/completions", body))
+            phase.samples.append(sample)
+            pending = (task, sample)
+            await asyncio.sleep(rng.uniform(0.06, 0.18))
+        if pending is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(pending[0], REQUEST_TIMEOUT_S)
+        await asyncio.sleep(rng.uniform(1.0, 3.0))
+
+
+async def agent(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
+    """Agent sessions: each turn the conversation so far plus the last tool call and its
+    result, then the tool's own time."""
+    rng = random.Random(10_000 + number)
+    seq = 10_000_000 + number * 10_000
+    await asyncio.sleep(rng.uniform(0, 3.0))  # sessions do not start in step
+    while time.monotonic() < phase.ends:
+        session = seq
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": f"Session {session}: fix the failing test in src/."},
+        ]
+        for turn in range(AGENT_TURNS):
+            if time.monotonic() >= phase.ends:
+                return
+            seq += 1
+            if turn:
+                call_id = f"call_{seq}"
+                arguments = json.dumps({"path": f"src/module_{rng.randrange(100)}.py"})
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": "read_file", "arguments": arguments},
+                            }
+                        ],
+                    }
+                )
+                output = f"seq:{seq}\n" + "    return handle.read()\n" * 20
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            else:
+                messages[-1]["content"] += f" seq:{seq}"
+            body = {
+                "model": "auto",
+                "messages": messages,
+                "tools": TOOLS,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            sample = Sample("agent", seq, "", time.monotonic())
+            phase.samples.append(sample)
+            await stream(client, phase, sample, "/chat/completions", body)
+            await asyncio.sleep(rng.uniform(1.5, 4.0))  # the tool runs
+
+
+async def ci(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
+    """Short chats one after another, as fast as they are answered (or refused)."""
+    seq = 50_000_000 + number * 100_000
+    while time.monotonic() < phase.ends:
+        seq += 1
+        body = {
+            "model": "auto",
+            "messages": [{"role": "user", "content": f"seq:{seq} Summarise the build log."}],
+            "max_tokens": 64,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        sample = Sample("ci", seq, "", time.monotonic())
+        phase.samples.append(sample)
+        await stream(client, phase, sample, "/chat/completions", body)
+        pause = 0.05 if sample.outcome != "limited" else min(1.0, float(sample.detail or 1))
+        await asyncio.sleep(pause)
+
+
+async def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
+    """The whole load for `phase.seconds`, with `faults` (a share of the phase, a function)
+    run at their time."""
+    limits = httpx.Limits(max_connections=1024, max_keepalive_connections=512)
+    timeout = httpx.Timeout(REQUEST_TIMEOUT_S, connect=5)
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        phase.started = time.monotonic()
+        loops = [editor(client, phase, n) for n in range(phase.editors)]
+        loops += [agent(client, phase, n) for n in range(phase.agents)]
+        loops += [ci(client, phase, n) for n in range(CI_LOOPS)]
+
+        async def fault(share: float, act: Any) -> None:
+            await asyncio.sleep(share * phase.seconds)
+            await asyncio.get_running_loop().run_in_executor(None, act)
+
+        tasks = [asyncio.create_task(loop) for loop in loops]
+        tasks += [asyncio.create_task(fault(share, act)) for share, act in faults]
+        grace = phase.seconds + REQUEST_TIMEOUT_S + 10
+        done, pending = await asyncio.wait(tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+
+# --- the set-up ---------------------------------------------------------------------------
+
+
+def limits_supported() -> bool:
+    return importlib.util.find_spec("lsp_server.limits") is not None
+
+
+def gateway_config(upstream: str, redis_url: str, with_limits: bool) -> str:
+    text = (
+        "[local]\nenabled = false\n"
+        "[gateway]\n"
+        f"token_env = [{', '.join(json.dumps(name) for name in TOKENS.values())}]\n"
+        f'state_url = "{redis_url}"\n'
+        "max_connections = 4096\n"
+        # All the load comes from one address, as it would from a load balancer.
+        "max_half_open_per_ip = 4096\n"
+    )
+    if with_limits:
+        text += "[gateway.clients.CI_TOKEN]\n" + "".join(
+            f"{key} = {value}\n" for key, value in CI_LIMITS.items()
+        )
+        text += 'budget_period = "day"\n'
+    price = ", ".join(f"{key} = {value}" for key, value in PRICE_PER_MTOK.items())
+    return text + (
+        f'[[endpoints]]\nname = "team"\nkind = "openai"\nbase_url = "{upstream}"\n'
+        'model = "team"\nroles = ["inline", "agent"]\nfim = true\n'
+        f"price_per_mtok = {{ {price} }}\n"
+    )
+
+
+def litellm_settings(redis: RedisServer) -> str:
+    return (
+        "router_settings:\n"
+        "  redis_host: 127.0.0.1\n"
+        f"  redis_port: {redis.port}\n"
+        "litellm_settings:\n"
+        "  drop_params: true\n"
+    )
+
+
+def litellm_models(upstream: str) -> str:
+    return (
+        "  - model_name: gateway-ls\n"
+        "    litellm_params:\n"
+        "      model: text-completion-openai/team\n"
+        f"      api_base: {upstream}\n"
+        "      api_key: unused\n"
+        "  - model_name: auto\n"
+        "    litellm_params:\n"
+        "      model: openai/team\n"
+        f"      api_base: {upstream}\n"
+        "      api_key: unused\n"
+    )
+
+
+@contextlib.contextmanager
+def gateways(
+    workdir: Path, upstream: str, redis: RedisServer, with_limits: bool
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    config = workdir / "gateway.toml"
+    config.write_text(gateway_config(upstream, redis.url, with_limits), encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        children = []
+        for index in range(2):
+            port = free_port()
+            args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
+            child = stack.enter_context(
+                process(
+                    [*args, "--port", str(port)],
+                    f"http://127.0.0.1:{port}/healthz",
+                    workdir / f"gateway-{index}.log",
+                )
+            )
+            child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
+            children.append(child)
+        yield children
+
+
+# --- the report ---------------------------------------------------------------------------
+
+
+def quantile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+
+
+def added(phase: Phase, direct: Phase, kind: str, until: float) -> tuple[list[float], list[float]]:
+    """The latencies of `kind` before `until` (a share of the phase), and their differences
+    from the same requests sent straight."""
+    straight = {s.seq: s.ms for s in direct.samples if s.kind == kind and s.outcome == "ok"}
+    cutoff = phase.started + until * phase.seconds
+    mine = [s for s in phase.samples if s.kind == kind and s.outcome == "ok" and s.started < cutoff]
+    return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
+
+
+def cut_by_kill(phase: Phase, sample: Sample) -> bool:
+    killed_at = phase.faults.get("kill")
+    return (
+        killed_at is not None
+        and sample.target == phase.killed
+        and sample.started <= killed_at <= sample.ended + 0.5
+    )
+
+
+def windows(samples: list[Sample], seconds: float, value: Any) -> float:
+    """The most of `value(sample)` admitted in any window of `seconds` (every window that
+    ends at an admission)."""
+    admitted = sorted((s.started, value(s)) for s in samples)
+    best, total, first = 0.0, 0.0, 0
+    for start, amount in admitted:
+        total += amount
+        while admitted[first][0] <= start - seconds:
+            total -= admitted[first][1]
+            first += 1
+        best = max(best, total)
+    return best
+
+
+def most_at_once(samples: list[Sample]) -> int:
+    """The most of `samples` in flight at the same time."""
+    edges = sorted([(s.started, 1) for s in samples] + [(s.ended, -1) for s in samples])
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most
+
+
+def print_report(
+    phases: list[Phase], direct: Phase, missing: dict[str, str], with_limits: bool
+) -> None:
+    print(
+        f"\n{direct.editors} editors typing in bursts, {direct.agents} agent sessions "
+        f"(about 40 KB a turn, growing), {CI_LOOPS} CI loops; {direct.seconds:.0f} s a phase; "
+        "latency before the first fault, errors over the whole phase\n"
+    )
+    header = (
+        f"{'target':<28}{'keystrokes':>11}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
+        f"{'agent turns':>12}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
+    )
+    print(header + "   (ms; + is added over the same request sent straight)")
+    print("-" * len(header))
+    for phase in [direct, *phases]:
+        if phase.name in missing:
+            print(f"{phase.name:<28}{missing[phase.name]}")
+            continue
+        cells = []
+        for kind in ("keystroke", "agent"):
+            latencies, differences = added(phase, direct, kind, phase.steady)
+            plus = (
+                ("", "")
+                if phase is direct
+                else (f"{quantile(differences, 0.5):+.1f}", f"{quantile(differences, 0.99):+.1f}")
+            )
+            cells.append(
+                f"{len(latencies):>{11 if kind == 'keystroke' else 12}}"
+                f"{quantile(latencies, 0.5):>8.1f}{quantile(latencies, 0.99):>8.1f}"
+                f"{plus[0]:>10}{plus[1]:>10}"
+            )
+        print(f"{phase.name:<28}{''.join(cells)}")
+    print()
+    header = (
+        f"{'target':<28}{'requests':>9}{'errors':>8}{'cut by kill':>12}{'cancelled':>10}"
+        f"{'errors around Redis restart':>29}"
+    )
+    print(header)
+    print("-" * len(header))
+    for phase in [direct, *phases]:
+        if phase.name in missing:
+            continue
+        errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
+        cut = [s for s in phase.samples if s.outcome == "error" and cut_by_kill(phase, s)]
+        cancelled = sum(s.outcome == "cancelled" for s in phase.samples)
+        restart = phase.faults.get("redis")
+        around = (
+            str(sum(abs(s.started - restart) < 5 for s in errors)) if restart is not None else "-"
+        )
+        print(
+            f"{phase.name:<28}{len(phase.samples):>9}{len(errors):>8}{len(cut):>12}"
+            f"{cancelled:>10}{around:>29}"
+        )
+        for sample in errors[:3]:
+            print(f"    {sample.kind} {sample.target}: {sample.detail}")
+    print()
+    print("the CI client's limits (rpm, tpm, budget) across both processes:")
+    for phase in phases:
+        if phase.name in missing:
+            continue
+        ci = [s for s in phase.samples if s.kind == "ci" and s.outcome == "ok"]
+        limited = sum(s.kind == "ci" and s.outcome == "limited" for s in phase.samples)
+        if not with_limits or phase.name.startswith("LiteLLM"):
+            why = (
+                "per-key limits and budgets need its Postgres database: not measured"
+                if phase.name.startswith("LiteLLM")
+                else "this build has no per-client limits: not measured"
+            )
+            print(f"  {phase.name}: {len(ci)} admitted, {limited} refused; {why}")
+            continue
+        most = windows(ci, 60, lambda s: 1)
+        tokens = windows(ci, 60, lambda s: s.tokens)
+        spent = sum(s.tokens for s in ci) * PRICE_PER_MTOK["output"] / 1_000_000
+        overshoot = max(0.0, spent - CI_LIMITS["budget_usd"])
+        killed_at = phase.faults.get("kill", phase.ends)
+        after_kill = most_at_once([s for s in ci if s.started > killed_at])
+        print(
+            f"  {phase.name}: in flight at once after the kill: {after_kill} (limit "
+            f"{CI_LIMITS['max_concurrent']}; below it while the dead gateway's leases are held)"
+        )
+        print(
+            f"  {phase.name}: {len(ci)} admitted, {limited} refused (429); most requests in any "
+            f"60 s: {most:.0f} (limit {CI_LIMITS['rpm']}); most tokens in any 60 s: "
+            f"{tokens:.0f} (limit {CI_LIMITS['tpm']}); spent at most ${spent:.4f} of "
+            f"${CI_LIMITS['budget_usd']} (overshoot {overshoot:.4f})"
+        )
+    print(
+        "\ntargets: p99 added at most 5 ms, 0 errors (but the streams the kill cut), admitted "
+        "within the limit in every window, budget overshoot 0"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=20, help="length of each phase")
+    parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
+    parser.add_argument("--editors", type=int, default=EDITORS, help="editors typing")
+    parser.add_argument("--agents", type=int, default=AGENTS, help="agent sessions")
+    args = parser.parse_args(argv)
+    for kind, variable in TOKENS.items():
+        os.environ[variable] = f"bench-{kind}-token"
+    tokens = {kind: os.environ[variable] for kind, variable in TOKENS.items()}
+    with_limits = limits_supported()
+    missing: dict[str, str] = {}
+    upstream_port = free_port()
+    upstream = f"http://127.0.0.1:{upstream_port}/v1"
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
+        stack.enter_context(process(upstream_args, f"{upstream}/models", workdir / "model.log"))
+        redis = stack.enter_context(RedisServer())
+        sizes = {"editors": args.editors, "agents": args.agents}
+        direct = Phase("straight to the model", Targets([upstream]), tokens, args.seconds, **sizes)
+        run_on_fastest_loop(run_load(direct, []))
+
+        with gateways(workdir, upstream, redis, with_limits) as children:
+            team = Phase(
+                "gateway-ls, 2 processes", Targets([c.url for c in children]), tokens, args.seconds
+            )  # type: ignore[attr-defined]
+
+            def kill_one() -> None:
+                team.steady = 0.5
+                team.faults["kill"] = time.monotonic()
+                team.killed = children[1].url  # type: ignore[attr-defined]
+                children[1].send_signal(signal.SIGKILL)
+
+            def restart_redis() -> None:
+                team.faults["redis"] = time.monotonic()
+                redis.kill()
+                time.sleep(1.0)
+                redis.start()
+
+            run_on_fastest_loop(run_load(team, [(0.5, kill_one), (0.75, restart_redis)]))
+
+        peer = Phase(
+            "LiteLLM proxy, 2 processes", Targets([]), {k: MASTER_KEY for k in tokens}, args.seconds
+        )
+        if args.no_litellm:
+            missing[peer.name] = "skipped (--no-litellm)"
+        else:
+            try:
+                with contextlib.ExitStack() as proxies:
+                    for _ in range(2):
+                        port = free_port()
+                        proxies.enter_context(
+                            litellm_proxy(
+                                workdir,
+                                port,
+                                litellm_models(upstream),
+                                settings=litellm_settings(redis),
+                            )
+                        )
+                        peer.targets.urls.append(f"http://127.0.0.1:{port}/v1")
+                    run_on_fastest_loop(run_load(peer, []))
+            except Unavailable as unavailable:
+                missing[peer.name] = str(unavailable)
+    print_report([team, peer], direct, missing, with_limits)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

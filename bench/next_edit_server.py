@@ -1,0 +1,30 @@
+"""`gateway-ls` with the next-edit region and history bounds set from the command line, so that
+bench_next_edit.py can compare sizes the settings do not expose; everything else is the real
+server.
+
+    python bench/next_edit_server.py LINES_BEFORE LINES_AFTER HISTORY_EDITS serve --config ...
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lsp_server.cli.main import main
+from lsp_server.nextedit import history, region, service
+
+
+def sized(lines_before: int, lines_after: int, history_edits: int) -> None:
+    service.editable_region = functools.partial(  # type: ignore[assignment]
+        region.editable_region, lines_before=lines_before, lines_after=lines_after
+    )
+    history.HISTORY_MAX_EDITS = history_edits
+
+
+if __name__ == "__main__":
+    before, after, edits, *rest = sys.argv[1:]
+    sized(int(before), int(after), int(edits))
+    raise SystemExit(main(rest))

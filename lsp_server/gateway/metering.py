@@ -1,0 +1,251 @@
+"""Every generation route's admission and charge: one call (`admit`) before the route asks
+anything upstream, and one middleware (`Metering`) that writes the rate-limit headers on the
+answer and settles the request when the answer is over, however it ended.
+
+A route admits with what the request may cost and tells the meter what it learns: each streamed
+piece (`streamed`), the endpoint being asked (`asking`), the answer's usage (`answered`). When
+the answer ends without usage (a client gone mid-stream, an upstream that reports none), the
+charge is the prompt's estimate plus the tokens of the text that streamed: an answer that had
+text is never recorded as free.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lsp_server.backends.base import estimate_tokens
+from lsp_server.gateway.openai_wire import GatewayError
+from lsp_server.gateway.plumbing import CLIENT_KEY
+from lsp_server.limits.limiter import Admission, Demand, Limiter
+from lsp_server.limits.quota import LimitKind, Spent, Window
+
+METER_KEY = "gateway_ls_meter"
+ANONYMOUS = "anonymous"  # the client of a gateway that asks for no token
+STATE_DOWN_RETRY_S = 2
+
+
+class Meter:
+    """One admitted (or refused) request, from its admission to its charge."""
+
+    def __init__(
+        self,
+        limiter: Limiter,
+        admission: Admission,
+        demand: Demand,
+        operation: str,
+        observe: Callable[[Meter], None],
+    ) -> None:
+        self.limiter = limiter
+        self.admission = admission
+        self.demand = demand
+        self.operation = operation  # "text_completion" | "chat", as OpenTelemetry names them
+        self.started = time.monotonic()
+        self.first_piece_s: float | None = None
+        self.endpoint = ""
+        self.status = 0
+        self.spent: Spent | None = None
+        self.cost_micros = 0
+        self._streamed_chars = 0
+        self._ended = self.started
+        self._answer: Spent | None = None
+        self._observe = observe
+
+    @property
+    def client(self) -> str:
+        return self.demand.client
+
+    def asking(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+
+    def streamed(self, piece: object) -> None:
+        if self.first_piece_s is None:
+            self.first_piece_s = time.monotonic() - self.started
+        text = piece if isinstance(piece, str) else getattr(piece, "arguments", "") or ""
+        self._streamed_chars += len(text) + len(getattr(piece, "name", "") or "")
+
+    def answered(
+        self,
+        endpoint: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        reported: bool,
+        text_chars: int = 0,
+    ) -> None:
+        """The answer's usage: the upstream's counts when `reported`, else estimates, which
+        never count less than the text the answer had (`text_chars`, or what streamed)."""
+        self.endpoint = endpoint
+        if not reported:
+            text = max(text_chars, self._streamed_chars)
+            completion_tokens = max(completion_tokens, estimate_tokens(text))
+        self._answer = Spent(endpoint, prompt_tokens, completion_tokens, reported)
+
+    def finish(self, status: int) -> None:
+        """The answer is over: settle the reservation and report the request, once."""
+        if self.spent is not None:
+            return
+        self.status = status
+        self._ended = time.monotonic()
+        self.spent = self._answer or self._estimate()
+        lease = self.admission.lease
+        if lease is not None:
+            latency = time.monotonic() - self.started
+            self.cost_micros = self.limiter.settle(lease, self.spent, latency)
+        self._observe(self)
+
+    def finished_s(self) -> float:
+        """Seconds from admission to the answer's end."""
+        return self._ended - self.started
+
+    def _estimate(self) -> Spent:
+        if not self._streamed_chars and not self.endpoint:
+            return Spent("", 0, 0, False)  # nothing was asked upstream
+        return Spent(
+            self.endpoint,
+            estimate_tokens(self.demand.prompt_chars),
+            estimate_tokens(self._streamed_chars),
+            False,
+        )
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """OpenAI's rate-limit headers, for the limits this client has."""
+        verdict = self.admission.verdict
+        pairs: list[tuple[str, str]] = []
+        for name, window in (("requests", verdict.requests), ("tokens", verdict.tokens)):
+            if window is not None:
+                pairs += _window_headers(name, window)
+        return [(k.encode(), v.encode()) for k, v in pairs]
+
+
+def _window_headers(name: str, window: Window) -> list[tuple[str, str]]:
+    return [
+        (f"x-ratelimit-limit-{name}", str(window.limit)),
+        (f"x-ratelimit-remaining-{name}", str(window.remaining)),
+        (f"x-ratelimit-reset-{name}", duration_text(window.reset_s)),
+    ]
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as OpenAI writes it in `x-ratelimit-reset-*`: `20ms`, `1.5s`, `6m0s`."""
+    if seconds < 1:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60)
+    if minutes:
+        return f"{int(minutes)}m{round(rest)}s"
+    return f"{round(rest, 3):g}s"
+
+
+def client_of(request: Request) -> str:
+    return request.scope.get("state", {}).get(CLIENT_KEY) or ANONYMOUS
+
+
+def meter_of(request: Request) -> Meter | None:
+    meter = request.scope.get("state", {}).get(METER_KEY)
+    return meter if isinstance(meter, Meter) else None
+
+
+class Admit:
+    """The one call every generation route makes before it asks anything upstream."""
+
+    def __init__(self, limiter: Limiter, observe: Callable[[Meter], None]) -> None:
+        self.limiter = limiter
+        self.observe = observe
+
+    async def __call__(
+        self,
+        request: Request,
+        *,
+        operation: str,
+        task_class: str,
+        prompt_chars: int,
+        max_tokens: int | None,
+    ) -> Meter:
+        """Admit the request for its client, or raise the 429 (or 503) that says why not.
+
+        `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
+        """
+        demand = Demand(client_of(request), prompt_chars, max_tokens, task_class)
+        admission = await self.limiter.admit(demand)
+        meter = Meter(self.limiter, admission, demand, operation, self.observe)
+        request.scope.setdefault("state", {})[METER_KEY] = meter
+        if admission.refused is not None:
+            raise refusal(admission, demand.client)
+        return meter
+
+
+def refusal(admission: Admission, client: str) -> GatewayError:
+    verdict = admission.verdict
+    kind = verdict.refused
+    if kind is LimitKind.BUDGET:
+        if admission.budget_unchecked:
+            return GatewayError(
+                503,
+                "the budget cannot be checked while the gateways' shared state is unreachable; "
+                "try again shortly",
+                code="budget_unavailable",
+                headers={"Retry-After": str(STATE_DOWN_RETRY_S)},
+            )
+        end = admission.period_end or dt.datetime.now(dt.UTC)
+        limits = admission.limits
+        wait = max(1, math.ceil((end - dt.datetime.now(dt.UTC)).total_seconds()))
+        return GatewayError(
+            429,
+            f"{client} has used its budget of ${limits.budget_usd:g} for this "
+            f"{limits.budget_period}; it renews at {end:%Y-%m-%d %H:%M} UTC",
+            code="insufficient_quota",
+            kind="insufficient_quota",
+            headers={"Retry-After": str(wait)},
+        )
+    assert kind is not None
+    retry = max(verdict.retry_after_s, 0.001)
+    what = {
+        LimitKind.REQUESTS: "requests per minute",
+        LimitKind.TOKENS: "tokens per minute",
+        LimitKind.CONCURRENCY: "requests in flight",
+    }[kind]
+    return GatewayError(
+        429,
+        f"rate limit reached for {client} on {what}; try again in {duration_text(retry)}",
+        code="rate_limit_exceeded",
+        kind=kind.value,
+        headers={
+            "Retry-After": str(math.ceil(retry)),
+            "retry-after-ms": str(math.ceil(retry * 1000)),
+        },
+    )
+
+
+class Metering:
+    """ASGI middleware: the rate-limit headers on a metered answer, and its charge once the
+    answer is over (sent whole, streamed to its end, or abandoned by the client)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                meter = scope.get("state", {}).get(METER_KEY)
+                if isinstance(meter, Meter):
+                    message["headers"] = [*message.get("headers", ()), *meter.headers()]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        finally:
+            meter = scope.get("state", {}).get(METER_KEY)
+            if isinstance(meter, Meter):
+                meter.finish(status or 500)

@@ -1,0 +1,184 @@
+"""`GET /metrics`: the gateway's requests, latencies, tokens, spend and limits for Prometheus.
+
+Each gateway process serves its own registry (several on one host are scraped one by one, as
+Prometheus expects). Names follow OpenTelemetry's GenAI conventions where one exists
+(`gen_ai.client.operation.duration` is `gen_ai_client_operation_duration_seconds`, with `.`
+written as `_` and the unit as a suffix); the others start with `gateway_ls_`. Every label takes
+values from a bounded set: configured clients and endpoints, task classes, outcomes, limits.
+Nothing of a request (no prompt, path or id) is a label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from lsp_server.gateway.metering import Meter
+
+# OpenTelemetry's advised bucket boundaries for these instruments.
+DURATION_BUCKETS = (
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
+)
+FIRST_TOKEN_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+)
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+REDIS_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5)
+BREAKER_STATES = {"closed": 0.0, "half_open": 0.5, "open": 1.0}
+
+# No `_created` series beside every counter and histogram: they double what is stored and
+# scrapers take a counter's reset from its drop.
+disable_created_metrics()
+
+
+def outcome_of(status: int) -> str:
+    if 200 <= status < 300:
+        return "ok"
+    if status == 429:
+        return "limited"
+    if status == 499:
+        return "cancelled"
+    return "client_error" if status < 500 else "error"
+
+
+class GatewayMetrics:
+    def __init__(self, endpoint_health: Callable[[], list[dict[str, Any]]]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        labels = ("endpoint", "task_class")
+        self.requests = Counter(
+            "gateway_ls_requests",
+            "Gateway requests by endpoint, task class and outcome.",
+            ("endpoint", "task_class", "outcome"),
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "gen_ai_client_operation_duration_seconds",
+            "Duration of a generation request, from admission to the answer's end.",
+            ("gen_ai_operation_name", *labels),
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.first_token = Histogram(
+            "gen_ai_server_time_to_first_token_seconds",
+            "Time to the first streamed piece of an answer.",
+            ("gen_ai_operation_name", *labels),
+            buckets=FIRST_TOKEN_BUCKETS,
+            registry=self.registry,
+        )
+        self.token_usage = Histogram(
+            "gen_ai_client_token_usage",
+            "Tokens per request, by type (input or output).",
+            ("gen_ai_operation_name", "gen_ai_token_type", "endpoint"),
+            buckets=TOKEN_BUCKETS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "gateway_ls_tokens",
+            "Tokens charged per client, by type.",
+            ("client", "type"),
+            registry=self.registry,
+        )
+        self.spend = Counter(
+            "gateway_ls_spend_usd",
+            "Spend charged per client, in US dollars, at the endpoints' prices.",
+            ("client",),
+            registry=self.registry,
+        )
+        self.limited = Counter(
+            "gateway_ls_limited_requests",
+            "Requests refused by a limit, per client and limit.",
+            ("client", "limit"),
+            registry=self.registry,
+        )
+        self.redis = Histogram(
+            "gateway_ls_redis_duration_seconds",
+            "Round trips to the shared state for limits, by call.",
+            ("call",),
+            buckets=REDIS_BUCKETS,
+            registry=self.registry,
+        )
+        self.registry.register(_Breakers(endpoint_health))
+
+    def observe(self, meter: Meter) -> None:
+        """A metered request is over."""
+        endpoint = meter.endpoint or "none"
+        task_class = meter.demand.task_class
+        self.requests.labels(endpoint, task_class, outcome_of(meter.status)).inc()
+        refused = meter.admission.refused
+        if refused is not None:
+            self.limited.labels(meter.client, refused.value).inc()
+            return
+        operation = meter.operation
+        elapsed = meter.finished_s()
+        self.duration.labels(operation, endpoint, task_class).observe(elapsed)
+        if meter.first_piece_s is not None:
+            self.first_token.labels(operation, endpoint, task_class).observe(meter.first_piece_s)
+        spent = meter.spent
+        if spent is None or not (spent.input_tokens or spent.output_tokens):
+            return
+        for kind, count in (("input", spent.input_tokens), ("output", spent.output_tokens)):
+            self.token_usage.labels(operation, kind, endpoint).observe(count)
+            self.tokens.labels(meter.client, kind).inc(count)
+        self.spend.labels(meter.client).inc(meter.cost_micros / 1_000_000)
+
+    def observe_redis(self, call: str, seconds: float) -> None:
+        self.redis.labels(call).observe(seconds)
+
+    async def handle(self, request: Request) -> Response:
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class _Breakers(Collector):
+    """Each endpoint's breaker, read when scraped: 0 closed, 0.5 half-open, 1 open."""
+
+    def __init__(self, endpoint_health: Callable[[], list[dict[str, Any]]]) -> None:
+        self._health = endpoint_health
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "gateway_ls_breaker_state",
+            "Circuit breaker per endpoint: 0 closed, 0.5 half-open, 1 open.",
+            labels=("endpoint",),
+        )
+        for endpoint in self._health():
+            state = BREAKER_STATES.get(str(endpoint.get("health")), 0.0)
+            family.add_metric((str(endpoint.get("name")),), state)
+        yield family
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())

@@ -1,0 +1,1 @@
+"""Per-client limits of the gateway: rates, concurrency and budgets, shared through Redis."""

@@ -1,0 +1,237 @@
+"""`Limiter`: the core's admission of gateway requests, per client, and what they are charged.
+
+A request is admitted once, before anything is asked upstream: its tokens (the prompt,
+estimated generously, plus the most the answer may take) and its money (those tokens at the
+highest price any endpoint charges) are reserved together with a request and an in-flight slot,
+in one atomic call to the store. When the answer ends the reservation is settled to what was
+used, at the price of the endpoint that answered, and the unused part goes back. So concurrent
+requests never spend past a budget: each one holds what it might cost until it knows.
+
+With `[gateway] state_url` the store is Redis, shared by every gateway of the team; while it is
+unreachable each gateway enforces its share (the limit divided by the gateways alive at the last
+heartbeat) and budgets fail closed or open as `budget_when_state_down` says. Without Redis the
+gateway counts alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_server.config.model import Config, Limits, Price
+from lsp_server.limits.ledger import LocalLedger, UsageEntry, now_ms, summarize
+from lsp_server.limits.local_store import LocalStore
+from lsp_server.limits.quota import (
+    Ask,
+    LimitKind,
+    Spent,
+    Verdict,
+    budget_micros,
+    micros,
+    period_end,
+    period_key,
+    reserve_tokens,
+    utc_now,
+)
+from lsp_server.limits.shared_store import LatencyObserver, SharedStore
+
+MAX_LEDGER_ENTRIES_READ = 1_000_000
+SETTLE_WAIT_S = 2.0  # at shutdown, for settlements still on their way
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """What a request may cost, as the front door reads it from the request."""
+
+    client: str
+    prompt_chars: int
+    max_tokens: int | None  # None: the client set no cap, the endpoints' chat_max_tokens apply
+    task_class: str
+
+
+@dataclass(slots=True)
+class Admission:
+    verdict: Verdict
+    limits: Limits
+    lease: Lease | None  # None when refused
+    period_end: dt.datetime | None = None  # of the budget's period, when there is a budget
+    # The budget could not be checked (the shared state is down and budgets fail closed).
+    budget_unchecked: bool = False
+
+    @property
+    def refused(self) -> LimitKind | None:
+        return self.verdict.refused
+
+
+@dataclass(slots=True)
+class Lease:
+    """An admitted request's reservation, settled once when it ends."""
+
+    ask: Ask
+    task_class: str
+    shared: bool  # admitted by the shared store (settled there), or by this process's
+    started: float = field(default_factory=time.monotonic)
+    settled: bool = False
+
+
+class Limiter:
+    def __init__(self, config: Callable[[], Config]) -> None:
+        self._config = config
+        self._local = LocalStore()
+        self._shared: SharedStore | None = None
+        self._ledger = LocalLedger()
+        self._settling: set[asyncio.Future[object]] = set()
+
+    # -- the shared state (the gateway's, never the editor's) ------------------------------
+
+    def share(self, url: str, password: str | None, observe: LatencyObserver) -> None:
+        """Count in Redis at `url` from now on; call on the event loop that serves requests."""
+        store = SharedStore(url, password)
+        store.observe = observe
+        store.start()
+        self._shared = store
+
+    def status(self) -> dict[str, object]:
+        """Whether limits are shared now (None: no shared state), and how many gateways share
+        them (at the last heartbeat)."""
+        shared = self._shared
+        return {
+            "shared": None if shared is None else shared.up,
+            "gateways": 1 if shared is None else shared.alive,
+        }
+
+    async def aclose(self) -> None:
+        if self._settling:
+            await asyncio.wait(set(self._settling), timeout=SETTLE_WAIT_S)
+        if self._shared is not None:
+            await self._shared.stop()
+
+    # -- admission -------------------------------------------------------------------------
+
+    async def admit(self, demand: Demand) -> Admission:
+        config = self._config()
+        limits = config.gateway.limits_of(demand.client)
+        now = utc_now()
+        max_tokens = demand.max_tokens or _largest_chat_cap(config)
+        tokens = reserve_tokens(demand.prompt_chars, max_tokens)
+        budget = budget_micros(limits)
+        ask = Ask(
+            client=demand.client,
+            lease_id=secrets.token_hex(8),
+            limits=limits,
+            tokens=min(tokens, limits.tpm) if limits.tpm else tokens,
+            budget_micros=budget,
+            reserve_micros=(
+                micros(_highest_price(config), tokens - max_tokens, max_tokens) if budget else 0
+            ),
+            period=period_key(limits.budget_period, now),
+            period_ttl_s=_ttl_s(period_end(limits.budget_period, now), now),
+        )
+        end = period_end(limits.budget_period, now) if budget is not None else None
+        if not _limited(limits):
+            return Admission(Verdict(None), limits, Lease(ask, demand.task_class, False))
+        shared = self._shared
+        if shared is not None and shared.up:
+            verdict = await shared.admit(ask)
+            if verdict is not None:
+                lease = None if verdict.refused else Lease(ask, demand.task_class, True)
+                return Admission(verdict, limits, lease, end)
+        if shared is not None and budget is not None:
+            if config.gateway.budget_when_state_down == "closed":
+                return Admission(Verdict(LimitKind.BUDGET), limits, None, end, True)
+            ask = _without_budget(ask)
+        verdict = self._local.admit(ask, share=shared.alive if shared else 1)
+        lease = None if verdict.refused else Lease(ask, demand.task_class, False)
+        return Admission(verdict, limits, lease, end)
+
+    def settle(self, lease: Lease, spent: Spent, latency_s: float) -> int:
+        """Settle `lease` to what was spent (in the background); the cost in micro-dollars."""
+        if lease.settled:
+            return 0
+        lease.settled = True
+        config = self._config()
+        cost = micros(_price_of(config, spent.endpoint), spent.input_tokens, spent.output_tokens)
+        ask = lease.ask
+        token_delta = spent.input_tokens + spent.output_tokens - ask.tokens
+        micros_delta = cost - ask.reserve_micros
+        entry = UsageEntry(
+            now_ms(),
+            ask.client,
+            spent.endpoint,
+            lease.task_class,
+            spent.input_tokens,
+            spent.output_tokens,
+            cost,
+            round(latency_s * 1000),
+        )
+        self._ledger.append(entry)
+        if not lease.shared:
+            self._local.settle(ask, token_delta=token_delta, micros_delta=micros_delta)
+        if self._shared is not None:
+            reservation = ask if lease.shared else None  # else the ledger entry alone
+            self._spawn(
+                self._shared.settle(
+                    reservation,
+                    token_delta=token_delta,
+                    micros_delta=micros_delta,
+                    entry=entry.fields(),
+                )
+            )
+        return cost
+
+    def _spawn(self, work: Coroutine[Any, Any, object]) -> None:
+        task = asyncio.ensure_future(work)
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    # -- the ledger ------------------------------------------------------------------------
+
+    async def usage(self, since: dt.datetime) -> dict[str, object]:
+        """Spend and tokens per client and endpoint since `since`, from the shared ledger when
+        there is one (else this process's own entries)."""
+        since_ms = int(since.timestamp() * 1000)
+        source = "local"
+        entries: list[UsageEntry] | None = None
+        if self._shared is not None:
+            raw = await self._shared.ledger(since_ms, limit=MAX_LEDGER_ENTRIES_READ)
+            if raw is not None:
+                source = "shared"
+                entries = [e for e in map(UsageEntry.from_fields, raw) if e is not None]
+        if entries is None:
+            entries = self._ledger.since(since_ms)
+        return {"since": since.isoformat(), "source": source, "rows": summarize(entries)}
+
+
+def _limited(limits: Limits) -> bool:
+    return any(
+        value is not None
+        for value in (limits.rpm, limits.tpm, limits.max_concurrent, limits.budget_usd)
+    )
+
+
+def _without_budget(ask: Ask) -> Ask:
+    return Ask(ask.client, ask.lease_id, ask.limits, ask.tokens, None, 0, ask.period, 0)
+
+
+def _largest_chat_cap(config: Config) -> int:
+    return max((e.chat_max_tokens for e in config.endpoints), default=1024)
+
+
+def _highest_price(config: Config) -> Price:
+    prices = [e.price_per_mtok for e in config.endpoints]
+    return Price(
+        max((p.input for p in prices), default=0.0), max((p.output for p in prices), default=0.0)
+    )
+
+
+def _price_of(config: Config, endpoint: str) -> Price:
+    return next((e.price_per_mtok for e in config.endpoints if e.name == endpoint), Price())
+
+
+def _ttl_s(end: dt.datetime, now: dt.datetime) -> int:
+    return int((end - now).total_seconds()) + 86_400

@@ -1,0 +1,133 @@
+"""The Lua scripts Redis runs for admission: each is atomic, and reads Redis's own clock (TIME),
+so gateways on hosts whose clocks disagree still share one timeline.
+
+Times are microseconds. The request and token rates are GCRA: a key holds the client's
+theoretical arrival time (TAT); an admission of cost c moves it to max(TAT, now) + c * 60 s /
+limit and is refused when that lands more than a minute ahead, so a whole minute's allowance may
+come in a burst and the rest at the limit's pace (no fixed window to straddle). In-flight
+requests are a sorted set of leases scored by their expiry: a lease not renewed (its gateway
+died) drops out within its lease time. A budget is one integer key per client and period,
+micro-dollars spent and reserved.
+"""
+
+from __future__ import annotations
+
+# KEYS: requests TAT, tokens TAT, leases, budget.
+# ARGV: rpm, tpm, tokens, max_concurrent, lease id, lease ms, budget (-1: none), reserve,
+#       budget key ttl s.
+# Returns: refused ("" | "requests" | "tokens" | "concurrency" | "budget"), retry ms,
+#          requests remaining, requests reset ms, tokens remaining, tokens reset ms.
+ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local WINDOW = 60000000
+local rpm, tpm, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local max_c, lease_ms = tonumber(ARGV[4]), tonumber(ARGV[6])
+local budget, reserve = tonumber(ARGV[7]), tonumber(ARGV[8])
+
+local function start_of(key)
+  local tat = tonumber(redis.call('GET', key))
+  if tat == nil or tat < now then return now end
+  return tat
+end
+
+local refused, wait = '', 0
+local r_start, r_new, r_int, t_start, t_new, t_int, t_cost
+if rpm > 0 then
+  r_int = WINDOW / rpm
+  r_start = start_of(KEYS[1])
+  r_new = r_start + r_int
+  if r_new - WINDOW > now then refused, wait = 'requests', r_new - WINDOW - now end
+end
+if tpm > 0 then
+  t_int = WINDOW / tpm
+  t_cost = math.min(tokens, tpm)
+  t_start = start_of(KEYS[2])
+  t_new = t_start + t_cost * t_int
+  if t_new - WINDOW > now and refused == '' then refused, wait = 'tokens', t_new - WINDOW - now end
+end
+local now_ms = math.floor(now / 1000)
+if refused == '' and max_c > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now_ms)
+  if redis.call('ZCARD', KEYS[3]) >= max_c then refused, wait = 'concurrency', 1000000 end
+end
+if refused == '' and budget >= 0 then
+  local spent = tonumber(redis.call('GET', KEYS[4]) or '0')
+  if spent + reserve > budget then refused = 'budget' end
+end
+if refused == '' then
+  if rpm > 0 then
+    redis.call('SET', KEYS[1], string.format('%d', math.floor(r_new)), 'PX',
+      math.floor((r_new - now) / 1000) + 1000)
+    r_start = r_new
+  end
+  if tpm > 0 then
+    redis.call('SET', KEYS[2], string.format('%d', math.floor(t_new)), 'PX',
+      math.floor((t_new - now) / 1000) + 1000)
+    t_start = t_new
+  end
+  if max_c > 0 then
+    redis.call('ZADD', KEYS[3], now_ms + lease_ms, ARGV[5])
+    redis.call('PEXPIRE', KEYS[3], 2 * lease_ms)
+  end
+  if budget >= 0 then
+    redis.call('INCRBY', KEYS[4], reserve)
+    redis.call('EXPIRE', KEYS[4], tonumber(ARGV[9]))
+  end
+end
+local r_left, r_reset, t_left, t_reset = -1, 0, -1, 0
+if rpm > 0 then
+  r_left = math.max(0, math.floor((WINDOW - (r_start - now)) / r_int))
+  r_reset = math.floor((r_start - now) / 1000)
+end
+if tpm > 0 then
+  t_left = math.max(0, math.floor((WINDOW - (t_start - now)) / t_int))
+  t_reset = math.floor((t_start - now) / 1000)
+end
+return {refused, math.ceil(wait / 1000), r_left, r_reset, t_left, t_reset}
+"""
+
+# KEYS: tokens TAT, leases, budget. ARGV: tpm, token delta, lease id, micro-dollar delta.
+# The reservation becomes what was used: unused tokens and money go back, more is charged.
+SETTLE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tpm, delta, money = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+if tpm > 0 and delta ~= 0 then
+  local tat = tonumber(redis.call('GET', KEYS[1])) or now
+  if delta > 0 and tat < now then tat = now end
+  local new = tat + delta * 60000000 / tpm
+  if new > now then
+    redis.call('SET', KEYS[1], string.format('%d', math.floor(new)), 'PX',
+      math.floor((new - now) / 1000) + 1000)
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+redis.call('ZREM', KEYS[2], ARGV[3])
+if money ~= 0 and redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('INCRBY', KEYS[3], money)
+end
+return 1
+"""
+
+# KEYS: leases. ARGV: lease ms, then the lease ids this gateway still holds.
+RENEW = """
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i])
+end
+return 1
+"""
+
+# KEYS: the gateways alive. ARGV: this gateway's id, how long a heartbeat counts (ms).
+# Returns how many gateways sent one within that time, this one included.
+HEARTBEAT = """
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now_ms, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], 10 * tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+"""
