@@ -292,10 +292,11 @@ export class NextEditController implements vscode.Disposable {
     const shown = this.shown;
     this.shown = undefined;
     if (shown) {
+      // The keys first: once the edit is no longer drawn, Tab is Tab again.
+      void vscode.commands.executeCommand("setContext", CONTEXT_KEY, undefined);
       for (const type of [this.removed, this.inserted, this.gutter]) {
         shown.editor.setDecorations(type, []);
       }
-      void vscode.commands.executeCommand("setContext", CONTEXT_KEY, undefined);
     }
   }
 

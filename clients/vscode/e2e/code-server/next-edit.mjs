@@ -11,7 +11,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-import { editorLines, goToLineEnd, launchBrowser, openFile, waitForServer } from "./workbench.mjs";
+import { editorLines, goToPosition, launchBrowser, openFile, waitForServer } from "./workbench.mjs";
 
 /**
  * @typedef {object} Plan
@@ -53,12 +53,7 @@ try {
   steps.push(`opened ${plan.file}, the server is running`);
 
   // Rename the word, a keystroke at a time.
-  await goToLineEnd(page, plan.line);
-  await page.keyboard.press("Home");
-  await page.keyboard.press("Home"); // the first Home stops at the indentation
-  for (let i = 0; i < plan.column; i += 1) {
-    await page.keyboard.press("ArrowRight");
-  }
+  await goToPosition(page, plan.line, plan.column);
   for (let i = 0; i < plan.erase; i += 1) {
     await page.keyboard.press("Backspace");
   }
@@ -86,13 +81,10 @@ try {
 
   if (plan.dismiss) {
     await page.keyboard.press("Escape");
+    // Gone: nothing struck through, nothing beside, no mark in the gutter.
     await page.waitForFunction(
-      (added) =>
-        ![...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some(
-          (line) => (line.textContent ?? "").replace(/\u00a0/g, " ").includes(added),
-        ),
-      {},
-      `${plan.removed}${plan.added}`,
+      `(() => { const drawn = (${nextEditDrawn})();
+        return !drawn.struck.length && !drawn.beside.length && !drawn.gutterMarks; })()`,
     );
     // Tab is Tab again: it indents where the cursor is.
     await page.keyboard.press("Tab");
