@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.nextedit.mercury_upstream import finish_the_rename
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, one_endpoint_config, server_env
+from tests.support.mercury_upstream import finish_the_rename
 from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")

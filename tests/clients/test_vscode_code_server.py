@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from tests.nextedit.mercury_upstream import finish_the_rename
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.mercury_upstream import finish_the_rename
 from tests.support.real_tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
