@@ -44,12 +44,11 @@ from lsp_server.gateway.chat_completions import (
 from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.edit_completions import EditCompletions
 from lsp_server.gateway.errors import openai_error
-from lsp_server.gateway.event_feed import EventFeed, event_stream
+from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.metering import Admit, Meter, Metering
 from lsp_server.gateway.metrics import GatewayMetrics
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     CompletionBody,
     GatewayError,
     ResponseIds,
@@ -57,7 +56,6 @@ from lsp_server.gateway.openai_wire import (
     completion_response,
     parse_completion_body,
     parse_json_object,
-    sse_event,
     usage_body,
     usage_chunk,
 )
@@ -73,6 +71,7 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
+from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.limits.quota import utc_now
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.routing.model_names import listed_models, pinned_endpoint

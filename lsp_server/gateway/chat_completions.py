@@ -29,19 +29,18 @@ from lsp_server.gateway.errors import CORE_FAILURES, openai_error
 from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     ChatBody,
     ResponseIds,
     chat_chunk,
     chat_response,
     parse_chat_body,
     parse_json_object,
-    sse_event,
     tool_call_delta,
     usage_body,
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.gateway.sse import SSE_DONE, sse_event
 from lsp_server.routing.chat_route import TASK_CLASSES
 from lsp_server.routing.sequential_route import Answered
 

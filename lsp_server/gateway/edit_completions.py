@@ -23,9 +23,7 @@ from starlette.responses import JSONResponse, Response
 from lsp_server.backends.base import ChatMessage, estimate_tokens
 from lsp_server.gateway.chat_completions import DEFAULT_URI, ENDPOINT_HEADER, REASON_HEADER, Origin
 from lsp_server.gateway.errors import openai_error
-from lsp_server.gateway.event_feed import event_stream
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     CompletionBody,
     GatewayError,
     ResponseIds,
@@ -35,10 +33,10 @@ from lsp_server.gateway.openai_wire import (
     completion_response,
     parse_chat_body,
     parse_json_object,
-    sse_event,
     usage_body,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.nextedit.mercury_format import MalformedPrompt, parse_mercury_prompt
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEdit, NextEditService
