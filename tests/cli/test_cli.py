@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.nextedit.mercury_upstream import finish_the_rename, user_content
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
@@ -19,6 +18,7 @@ from tests.support.lsp_session import (
     open_document,
     server_env,
 )
+from tests.support.mercury_upstream import finish_the_rename, user_content
 
 LOCAL_OFF = "[local]\nenabled = false\n"
 
