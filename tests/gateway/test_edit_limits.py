@@ -22,9 +22,7 @@ import httpx
 import pytest
 import redis
 
-from tests.gateway.test_gateway import Gateway, running_gateway
 from tests.gateway.test_team_limits import PRICE, TOKENS, auth, settled
-from tests.nextedit.mercury_upstream import finish_the_rename
 from tests.nextedit.test_gateway_next_edit import (
     KEY_ENV,
     RENAMED,
@@ -33,7 +31,9 @@ from tests.nextedit.test_gateway_next_edit import (
     zeta_prompt,
 )
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
+from tests.support.mercury_upstream import finish_the_rename
 from tests.support.redis_server import RedisServer
 from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 
