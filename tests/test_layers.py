@@ -66,3 +66,20 @@ def test_imports_flow_down() -> None:
             if imported != part and LAYERS[imported] <= LAYERS[part]:
                 wrong.append(f"{module.relative_to(PACKAGE)} imports lsp_server.{imported}")
     assert not wrong, "\n".join(wrong)
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_test_modules_import_helpers_from_tests_support_only() -> None:
+    """A helper two test modules share lives in tests/support; importing it from another test
+    module runs that module's fixtures and ties the two together."""
+    offenders = []
+    for module in TESTS.rglob("test_*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                package, _, name = node.module.rpartition(".")
+                if package.startswith("tests") and name.startswith("test_"):
+                    offenders.append(f"{module.relative_to(TESTS)} imports {node.module}")
+    assert not offenders, "\n".join(offenders)

@@ -133,7 +133,7 @@ class _Gateway:
         self.engine = engine
         self.router = engine.router
         self.clients = clients
-        self.edits = EditCompletions(engine.next_edits, _origin, self._edit_pinned)
+        self.edits = EditCompletions(engine.next_edits, _origin, self._edit_pinned, admit)
         self.admit = admit
 
     # -- small routes ---------------------------------------------------------------------
