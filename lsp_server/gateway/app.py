@@ -183,6 +183,7 @@ class _Gateway:
         completion = _completion_request(body, origin.uri)
         meter = await self.admit(
             request,
+            client=origin.client,
             operation="text_completion",
             task_class="inline",
             prompt_chars=len(completion.prefix) + len(completion.suffix),

@@ -58,7 +58,10 @@ DEFAULT_URI = "gateway:request"  # the origin of a request that names no file
 @dataclass(frozen=True, slots=True)
 class Origin:
     """What the client says of the request's origin: a file path, and whether it is sensitive;
-    and who the client is (its token's name; empty when the gateway asks for no token)."""
+    and who the client is (the name the bearer check gave it; empty when the gateway asks for
+    no token). Every generation route hands `client` to the core's admission (limits, budget,
+    ledger); chat and Responses hand it to the chat service too, which judges a client's
+    earlier turns once."""
 
     uri: str
     sensitive: bool
@@ -121,9 +124,12 @@ def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
     )
 
 
-async def admit_chat(admit: Admit, request: Request, body: ChatBody, chat: ChatRequest) -> Meter:
+async def admit_chat(
+    admit: Admit, request: Request, origin: Origin, body: ChatBody, chat: ChatRequest
+) -> Meter:
     return await admit(
         request,
+        client=origin.client,
         operation="chat",
         task_class=task_class(body.model),
         prompt_chars=prompt_chars(chat),
@@ -165,7 +171,7 @@ class ChatCompletions:
         body = parse_chat_body(parse_json_object(await read_body(request)))
         chat = chat_request(body)
         origin = self.origin_of(request)
-        meter = await admit_chat(self.admit, request, body, chat)
+        meter = await admit_chat(self.admit, request, origin, body, chat)
         if body.stream:
             return await self._stream(request, body, chat, origin, meter)
         try:

@@ -79,7 +79,7 @@ class EditCompletions:
         origin = self._origin(request)
         edit_request = _located(parsed, origin, mercury_messages=body.messages)
         sent = sum(len(m.content) for m in body.messages)
-        meter = await self._metered(request, "chat", sent, edit_request)
+        meter = await self._metered(request, origin, "chat", sent, edit_request)
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         content = f"```\n{_region_after(edit, edit_request)}\n```"
         ids = ResponseIds.new("chatcmpl")
@@ -105,7 +105,9 @@ class EditCompletions:
             raise GatewayError(400, str(error), param="prompt") from None
         origin = self._origin(request)
         edit_request = _located(parsed, origin)
-        meter = await self._metered(request, "text_completion", len(body.prompt), edit_request)
+        meter = await self._metered(
+            request, origin, "text_completion", len(body.prompt), edit_request
+        )
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         text = zeta_answer(_region_after(edit, edit_request))
         ids = ResponseIds.new("cmpl")
@@ -126,11 +128,17 @@ class EditCompletions:
         return event_stream(events(), headers)
 
     async def _metered(
-        self, request: Request, operation: str, sent_chars: int, edit_request: EditRequest
+        self,
+        request: Request,
+        origin: Origin,
+        operation: str,
+        sent_chars: int,
+        edit_request: EditRequest,
     ) -> Meter:
         """Admit the request for what the client sent and the most the answer may take."""
         return await self._admit(
             request,
+            client=origin.client,
             operation=operation,
             task_class=EDIT_TASK_CLASS,
             prompt_chars=sent_chars,

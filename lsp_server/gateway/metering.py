@@ -21,7 +21,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsp_server.backends.base import estimate_tokens
 from lsp_server.gateway.openai_wire import GatewayError
-from lsp_server.gateway.plumbing import CLIENT_KEY
 from lsp_server.limits.limiter import Admission, Demand, Limiter
 from lsp_server.limits.quota import LimitKind, Spent, Window
 
@@ -141,10 +140,6 @@ def duration_text(seconds: float) -> str:
     return f"{round(rest, 3):g}s"
 
 
-def client_of(request: Request) -> str:
-    return request.scope.get("state", {}).get(CLIENT_KEY) or ANONYMOUS
-
-
 def meter_of(request: Request) -> Meter | None:
     meter = request.scope.get("state", {}).get(METER_KEY)
     return meter if isinstance(meter, Meter) else None
@@ -161,16 +156,18 @@ class Admit:
         self,
         request: Request,
         *,
+        client: str,
         operation: str,
         task_class: str,
         prompt_chars: int,
         max_tokens: int | None,
     ) -> Meter:
-        """Admit the request for its client, or raise the 429 (or 503) that says why not.
+        """Admit the request for `client` (the name the bearer check gave it, empty when the
+        gateway asks for no token), or raise the 429 (or 503) that says why not.
 
         `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
         """
-        demand = Demand(client_of(request), prompt_chars, max_tokens, task_class)
+        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class)
         admission = await self.limiter.admit(demand)
         meter = Meter(self.limiter, admission, demand, operation, self.observe)
         request.scope.setdefault("state", {})[METER_KEY] = meter

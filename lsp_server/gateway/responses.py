@@ -82,7 +82,7 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
-        meter = await admit_chat(self.admit, request, body, chat)
+        meter = await admit_chat(self.admit, request, origin, body, chat)
         # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
         # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
