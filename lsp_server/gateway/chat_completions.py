@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
-from lsp_server.chat.service import ChatService
+from lsp_server.config.model_names import TASK_CLASSES
+from lsp_server.core.engine import Engine
 from lsp_server.failures import RouteFailed
 from lsp_server.gateway.errors import CORE_FAILURES, openai_error
 from lsp_server.gateway.event_feed import EventFeed
@@ -42,7 +43,6 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.routing.chat_route import TASK_CLASSES
 from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
@@ -162,8 +162,8 @@ async def start_chat_feed(
 class ChatCompletions:
     """The `/v1/chat/completions` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
-        self.chats = chats
+    def __init__(self, engine: Engine, origin_of: OriginOf, admit: Admit) -> None:
+        self.chats = engine.chats
         self.origin_of = origin_of
         self.admit = admit
 

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatMessage, estimate_tokens
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.chat_completions import DEFAULT_URI, ENDPOINT_HEADER, REASON_HEADER, Origin
 from lsp_server.gateway.errors import openai_error
 from lsp_server.gateway.event_feed import event_stream
@@ -46,7 +47,7 @@ from lsp_server.gateway.openai_wire import (
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.nextedit.mercury_format import MalformedPrompt, parse_mercury_prompt
 from lsp_server.nextedit.request import EditRequest
-from lsp_server.nextedit.service import NextEdit, NextEditService
+from lsp_server.nextedit.service import NextEdit
 from lsp_server.nextedit.zeta_format import parse_zeta_prompt, zeta_answer
 
 EDIT_MODEL = "gateway-ls"
@@ -56,13 +57,13 @@ EDIT_TASK_CLASS = "edit"  # the metrics' and ledger's name for next-edit request
 class EditCompletions:
     def __init__(
         self,
-        service: NextEditService,
+        engine: Engine,
         origin: Callable[[Request], Origin],
         pinned: Callable[[str], str | None],
         admit: Admit,
     ) -> None:
         """`pinned` names the endpoint a `model` names (None: route automatically)."""
-        self._service = service
+        self._service = engine.next_edits
         self._origin = origin
         self._pinned = pinned
         self._admit = admit

@@ -20,8 +20,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsp_server.backends.base import estimate_tokens
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.openai_wire import GatewayError
-from lsp_server.limits.limiter import Admission, Demand, Limiter
+from lsp_server.limits.limiter import Admission, Demand
 from lsp_server.limits.quota import LimitKind, Spent, Window
 
 METER_KEY = "gateway_ls_meter"
@@ -34,13 +35,13 @@ class Meter:
 
     def __init__(
         self,
-        limiter: Limiter,
+        engine: Engine,
         admission: Admission,
         demand: Demand,
         operation: str,
         observe: Callable[[Meter], None],
     ) -> None:
-        self.limiter = limiter
+        self.engine = engine
         self.admission = admission
         self.demand = demand
         self.operation = operation  # "text_completion" | "chat", as OpenTelemetry names them
@@ -95,7 +96,7 @@ class Meter:
         lease = self.admission.lease
         if lease is not None:
             latency = time.monotonic() - self.started
-            self.cost_micros = self.limiter.settle(lease, self.spent, latency)
+            self.cost_micros = self.engine.limits.settle(lease, self.spent, latency)
         self._observe(self)
 
     def finished_s(self) -> float:
@@ -148,8 +149,9 @@ def meter_of(request: Request) -> Meter | None:
 class Admit:
     """The one call every generation route makes before it asks anything upstream."""
 
-    def __init__(self, limiter: Limiter, observe: Callable[[Meter], None]) -> None:
-        self.limiter = limiter
+    def __init__(self, engine: Engine, observe: Callable[[Meter], None]) -> None:
+        """`engine`: whose limiter admits and settles; `observe`: told of each ended request."""
+        self.engine = engine
         self.observe = observe
 
     async def __call__(
@@ -168,8 +170,8 @@ class Admit:
         `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
         """
         demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class)
-        admission = await self.limiter.admit(demand)
-        meter = Meter(self.limiter, admission, demand, operation, self.observe)
+        admission = await self.engine.limits.admit(demand)
+        meter = Meter(self.engine, admission, demand, operation, self.observe)
         request.scope.setdefault("state", {})[METER_KEY] = meter
         if admission.refused is not None:
             raise refusal(admission, demand.client)

@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from lsp_server.backends.base import ChatRequest, ToolCallDelta
-from lsp_server.chat.pass_through import PassedThrough, PassThrough
-from lsp_server.chat.service import ChatService
+from lsp_server.chat.pass_through import PassedThrough
+from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused, RouteFailed
 from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
@@ -68,11 +68,9 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(
-        self, chats: ChatService, pass_through: PassThrough, origin_of: OriginOf, admit: Admit
-    ) -> None:
-        self.chats = chats
-        self.pass_through = pass_through
+    def __init__(self, engine: Engine, origin_of: OriginOf, admit: Admit) -> None:
+        self.chats = engine.chats
+        self.pass_through = engine.pass_through
         self.origin_of = origin_of
         self.admit = admit
 
