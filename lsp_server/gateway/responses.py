@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatRequest, ToolCallDelta
-from lsp_server.chat.pass_through import PassedThrough, PassThrough
-from lsp_server.chat.service import ChatService
+from lsp_server.chat.pass_through import PassedThrough
+from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused, RouteFailed
 from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
@@ -65,11 +65,9 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(
-        self, chats: ChatService, pass_through: PassThrough, origin_of: OriginOf, admit: Admit
-    ) -> None:
-        self.chats = chats
-        self.pass_through = pass_through
+    def __init__(self, engine: Engine, origin_of: OriginOf, admit: Admit) -> None:
+        self.chats = engine.chats
+        self.pass_through = engine.pass_through
         self.origin_of = origin_of
         self.admit = admit
 
@@ -79,7 +77,7 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
-        meter = await admit_chat(self.admit, request, body, chat)
+        meter = await admit_chat(self.admit, request, origin, body, chat)
         # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
         # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
