@@ -22,6 +22,10 @@ def region_edits(request: EditRequest, new_region: str) -> list[OffsetEdit]:
     """The document edits that replace the region with `new_region`; [] when it is unchanged."""
     start, end = request.region
     old_region = request.text[start:end]
+    if not old_region.endswith("\n"):
+        # The region ends before its last line's break, so a break the answer ends with is the
+        # line its end marker was written on (a blank line before it), not a line added.
+        new_region = new_region.rstrip("\r\n")
     if new_region == old_region:
         return []
     if new_region.count("\n") > old_region.count("\n") + MAX_ADDED_LINES:

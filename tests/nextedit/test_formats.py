@@ -74,6 +74,8 @@ def test_edits_stay_inside_the_region_or_the_answer_is_dropped() -> None:
     (edit,) = region_edits(asked, renamed)
     assert TEXT[edit.start : edit.end] == "value" and edit.text == "amount"
     assert region_edits(asked, asked.region_text) == []
+    # The end marker on a line of its own after a blank one: the same edit, no line added.
+    assert region_edits(asked, renamed + "\n\n") == [edit]
     with pytest.raises(OutsideTheRegion):
         region_edits(asked, "\n" + renamed + "\n\nprint(scale(1, 2))")
 
