@@ -19,7 +19,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from lsp_server.config.model import (
@@ -37,6 +37,8 @@ from lsp_server.config.model import (
 from lsp_server.config.model_names import RESERVED_ENDPOINT_NAMES
 from lsp_server.config.providers import PRESETS
 from lsp_server.config.toml_positions import KeyPath, dotted
+
+T = TypeVar("T")
 
 
 class Invalid(Exception):
@@ -73,7 +75,7 @@ STATE_URL_SCHEMES = ("redis", "rediss")
 def build_config(document: Mapping[str, Any]) -> Config:
     _refuse_secrets(document, ())
     _reject_unknown(document, _TOP_LEVEL_KEYS, ())
-    sections = {
+    sections: dict[str, Any] = {
         name: _build_section(cls, expect_table(document.get(name, {}), (name,)), (name,))
         for name, cls in SECTION_TYPES.items()
     }
@@ -127,7 +129,7 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
     return _build_section(EndpointConfig, values, path)
 
 
-def _build_section(cls: type, raw: Mapping[str, Any], path: KeyPath) -> Any:
+def _build_section(cls: type[T], raw: Mapping[str, Any], path: KeyPath) -> T:
     types_by_name = _field_types(cls)
     _reject_unknown(raw, tuple(types_by_name), path)
     section = path[0]

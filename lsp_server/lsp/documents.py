@@ -110,9 +110,11 @@ def position_at(document: TextDocument, offset: int) -> types.Position:
 
 def client_units(document: TextDocument, text: str) -> int:
     """How many code units `text` takes in the negotiated position encoding."""
-    return document.position_codec.client_num_units(text)
+    units: int = document.position_codec.client_num_units(text)
+    return units
 
 
 def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
     """The open document for `uri`; pygls keys them by the percent-decoded URI."""
-    return ls.workspace.text_documents.get(unquote(uri))
+    document: TextDocument | None = ls.workspace.text_documents.get(unquote(uri))
+    return document
