@@ -25,12 +25,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatMessage, estimate_tokens
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.chat_completions import DEFAULT_URI, ENDPOINT_HEADER, REASON_HEADER, Origin
 from lsp_server.gateway.errors import openai_error
-from lsp_server.gateway.event_feed import event_stream
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     CompletionBody,
     GatewayError,
     ResponseIds,
@@ -40,13 +39,13 @@ from lsp_server.gateway.openai_wire import (
     completion_response,
     parse_chat_body,
     parse_json_object,
-    sse_event,
     usage_body,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.nextedit.mercury_format import MalformedPrompt, parse_mercury_prompt
 from lsp_server.nextedit.request import EditRequest
-from lsp_server.nextedit.service import NextEdit, NextEditService
+from lsp_server.nextedit.service import NextEdit
 from lsp_server.nextedit.zeta_format import parse_zeta_prompt, zeta_answer
 
 EDIT_MODEL = "gateway-ls"
@@ -56,13 +55,13 @@ EDIT_TASK_CLASS = "edit"  # the metrics' and ledger's name for next-edit request
 class EditCompletions:
     def __init__(
         self,
-        service: NextEditService,
+        engine: Engine,
         origin: Callable[[Request], Origin],
         pinned: Callable[[str], str | None],
         admit: Admit,
     ) -> None:
         """`pinned` names the endpoint a `model` names (None: route automatically)."""
-        self._service = service
+        self._service = engine.next_edits
         self._origin = origin
         self._pinned = pinned
         self._admit = admit
@@ -79,7 +78,7 @@ class EditCompletions:
         origin = self._origin(request)
         edit_request = _located(parsed, origin, mercury_messages=body.messages)
         sent = sum(len(m.content) for m in body.messages)
-        meter = await self._metered(request, "chat", sent, edit_request)
+        meter = await self._metered(request, origin, "chat", sent, edit_request)
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         content = f"```\n{_region_after(edit, edit_request)}\n```"
         ids = ResponseIds.new("chatcmpl")
@@ -105,7 +104,9 @@ class EditCompletions:
             raise GatewayError(400, str(error), param="prompt") from None
         origin = self._origin(request)
         edit_request = _located(parsed, origin)
-        meter = await self._metered(request, "text_completion", len(body.prompt), edit_request)
+        meter = await self._metered(
+            request, origin, "text_completion", len(body.prompt), edit_request
+        )
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         text = zeta_answer(_region_after(edit, edit_request))
         ids = ResponseIds.new("cmpl")
@@ -126,11 +127,17 @@ class EditCompletions:
         return event_stream(events(), headers)
 
     async def _metered(
-        self, request: Request, operation: str, sent_chars: int, edit_request: EditRequest
+        self,
+        request: Request,
+        origin: Origin,
+        operation: str,
+        sent_chars: int,
+        edit_request: EditRequest,
     ) -> Meter:
         """Admit the request for what the client sent and the most the answer may take."""
         return await self._admit(
             request,
+            client=origin.client,
             operation=operation,
             task_class=EDIT_TASK_CLASS,
             prompt_chars=sent_chars,

@@ -26,7 +26,8 @@ def cached_tokens(llm: Llama, prompt: Sequence[int]) -> int:
     """How many of `prompt`'s first tokens the KV cache holds."""
     from llama_cpp import Llama
 
-    return Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), prompt)
+    held: int = Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), prompt)
+    return held
 
 
 def read_prompt(

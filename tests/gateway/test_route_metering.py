@@ -7,7 +7,8 @@ with OpenAI's 429 and the `x-ratelimit-*` headers on every answer; their tokens 
 front (the prompt and the most the rewritten region may take) and settled to what the endpoint
 used, so concurrent edits never spend past a budget; a client's requests in flight are limited
 on them too. A request passed through to an endpoint that speaks the Responses API is charged
-with the usage that endpoint reported.
+with the usage that endpoint reported. Every generation route charges the client the bearer
+check named.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ import httpx
 import pytest
 import redis
 
-from tests.gateway.test_team_limits import PRICE, TOKENS, auth, settled
-from tests.nextedit.test_gateway_next_edit import (
+from tests.support.edit_prompts import (
     KEY_ENV,
     RENAMED,
     continue_user_message,
@@ -36,6 +36,7 @@ from tests.support.lsp_session import endpoint_toml
 from tests.support.mercury_upstream import finish_the_rename
 from tests.support.redis_server import RedisServer
 from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
+from tests.support.team_ledger import PRICE, TOKENS, auth, settled
 
 ENV = {**TOKENS, **KEY_ENV}
 ROUTING = "[routing]\nedit_deadline_ms = 5000\n[local]\nenabled = false\n"
@@ -210,3 +211,35 @@ def test_a_passed_through_responses_request_is_charged_with_the_upstreams_usage(
         assert (entry["endpoint"], entry["class"]) == ("native", "endpoint")
         assert (int(entry["in"]), int(entry["out"])) == (expected_in, expected_out)
         assert int(entry["micros"]) == 10 * (expected_in + expected_out)
+
+
+def test_every_generation_route_charges_the_client_the_bearer_check_named(
+    tmp_path: Path, mercury: FakeLLMServer
+) -> None:
+    with FakeLLMServer(Behaviour(text="return a + b\n"), name="up") as up:
+        config = edit_config("", mercury, "").replace('state_url = ""\n', "") + endpoint_toml(
+            "up", up.base_url, roles='["inline", "agent"]', extra=PRICE
+        )
+        with running_gateway(tmp_path, config, env=ENV) as gateway:
+            url, alice = gateway.base_url, auth("ALICE_TOKEN")
+            answers = [
+                httpx.post(f"{url}/completions", json={"prompt": "def f():\n"}, headers=alice),
+                httpx.post(
+                    f"{url}/chat/completions",
+                    json={"messages": [{"role": "user", "content": "Say hi."}]},
+                    headers=alice,
+                ),
+                httpx.post(f"{url}/responses", json={"input": "Say hi."}, headers=alice),
+                mercury_edit(gateway, "ALICE_TOKEN"),
+                zeta_edit(gateway, "ALICE_TOKEN"),
+            ]
+            assert [a.status_code for a in answers] == [200] * 5, [a.text for a in answers]
+            deadline = time.monotonic() + 10
+            while True:  # the last answer's charge may still be on its way
+                usage = httpx.get(f"{url}/gateway-ls/usage", headers=auth("BOB_TOKEN")).json()
+                rows = {(r["client"], r["endpoint"]): r["requests"] for r in usage["rows"]}
+                if sum(rows.values()) >= 5 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+    assert usage["source"] == "local"
+    assert rows == {("ALICE_TOKEN", "up"): 3, ("ALICE_TOKEN", "mercury"): 2}
