@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from lsp_server.backends.factory import ProgressCallback, local_backend_factory, remote_backend
+from lsp_server.chat.pass_through import PassThrough
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config
 from lsp_server.context.store import ContextStore
@@ -56,6 +57,7 @@ class Engine:
         self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
+        self.pass_through = PassThrough(self.chats)
         self.next_edits = NextEditService(self.router, self.privacy, self.context)
         # Gateway clients' limits; counted in this process until the gateway shares them.
         self.limits = Limiter(lambda: self.router.config)
@@ -85,5 +87,6 @@ class Engine:
 
     async def aclose(self) -> None:
         await self.limits.aclose()
+        await self.pass_through.aclose()
         await self.context.aclose()
         await self.router.aclose()

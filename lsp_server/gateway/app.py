@@ -18,11 +18,9 @@ it (disabled or still loading) the answer is 503, never a silent remote call.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -78,14 +76,11 @@ from lsp_server.gateway.responses import Responses
 from lsp_server.limits.quota import utc_now
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.routing.model_names import listed_models, pinned_endpoint
-from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX, infer_language
-from lsp_server.suggest.prompt import is_mid_line, stop_sequences
+from lsp_server.suggest.client_request import client_completion
 from lsp_server.suggest.service import Suggestion
 
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
-DEFAULT_INLINE_MAX_TOKENS = 64
-MAX_INLINE_TOKENS = 512
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 
 
@@ -108,7 +103,9 @@ def create_app(
                 methods=["POST"],
             ),
             Route(
-                "/v1/responses", Responses(engine.chats, _origin, admit).handle, methods=["POST"]
+                "/v1/responses",
+                Responses(engine.chats, engine.pass_through, _origin, admit).handle,
+                methods=["POST"],
             ),
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
             Route("/v1/gateway-ls/usage", gateway.usage, methods=["GET"]),
@@ -183,7 +180,7 @@ class _Gateway:
         except Refused as refused:
             raise openai_error(refused) from None
         origin = _origin(request)
-        completion = _with_path(_completion_request(body), origin.uri)
+        completion = _completion_request(body, origin.uri)
         meter = await self.admit(
             request,
             operation="text_completion",
@@ -348,24 +345,22 @@ def _completion_ending(answer: _CompletionAnswer, include_usage: bool) -> list[b
     return [*events, SSE_DONE]
 
 
-def _completion_request(body: CompletionBody) -> CompletionRequest:
+def _completion_request(body: CompletionBody, uri: str) -> CompletionRequest:
+    """The core's request for a completion body: FIM markers inside a prompt without a
+    `suffix` are the client's way of sending one (Zed's edit predictions)."""
     prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
     if body.suffix is None:
         parts = split_fim_prompt(body.prompt)
         if parts is not None:
             prefix, suffix, has_suffix = parts.prefix, parts.suffix, True
-    single_line = is_mid_line(suffix)
-    crlf = "\r\n" in prefix or "\r\n" in suffix
-    return CompletionRequest(
+    return client_completion(
         prefix=prefix,
         suffix=suffix,
-        language=infer_language(prefix, suffix),
-        max_tokens=min(body.max_tokens or DEFAULT_INLINE_MAX_TOKENS, MAX_INLINE_TOKENS),
-        stop=body.stop or stop_sequences(single_line=single_line, crlf=crlf),
-        single_line=single_line,
-        temperature=body.temperature or 0.0,
         has_suffix=has_suffix,
-        client_max_tokens=body.max_tokens is not None,
+        max_tokens=body.max_tokens,
+        stop=body.stop,
+        temperature=body.temperature,
+        path=None if uri == DEFAULT_URI else uri,
     )
 
 
@@ -376,12 +371,3 @@ def _usage_of(
     prompt = usage.prompt_tokens if usage and usage.prompt_tokens else estimated_prompt_tokens
     counted = "upstream" if usage is not None and usage.reported else "estimated"
     return usage_body(prompt, tokens), counted
-
-
-def _with_path(request: CompletionRequest, uri: str) -> CompletionRequest:
-    """The file named by `X-Gateway-LS-Path` tells post-processing the language, over the
-    guess from the text."""
-    if uri == DEFAULT_URI:
-        return request
-    language = LANGUAGE_BY_SUFFIX.get(PurePosixPath(uri).suffix, "") or request.language
-    return dataclasses.replace(request, path=uri, language=language)

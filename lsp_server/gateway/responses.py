@@ -19,24 +19,20 @@ to serve) is an HTTP error. An upstream failure is an HTTP error when not stream
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from lsp_server.backends.base import BackendError, ChatRequest, ToolCallDelta
-from lsp_server.backends.responses_upstream import ResponsesUpstream
+from lsp_server.backends.base import ChatRequest, ToolCallDelta
+from lsp_server.chat.pass_through import PassedThrough, PassThrough
 from lsp_server.chat.service import ChatService
-from lsp_server.config.model import EndpointConfig
-from lsp_server.failures import FailureKind, RouteFailed
+from lsp_server.failures import Refused, RouteFailed
 from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
     REASON_HEADER,
     USAGE_HEADER,
-    Origin,
     OriginOf,
     admit_chat,
     charge,
@@ -62,10 +58,6 @@ from lsp_server.gateway.responses_wire import (
     parse_responses_body,
     sse_event,
 )
-from lsp_server.reasons import Reason
-from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.endpoint_pool import Endpoint
-from lsp_server.routing.router import Router
 from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
@@ -76,13 +68,13 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
+    def __init__(
+        self, chats: ChatService, pass_through: PassThrough, origin_of: OriginOf, admit: Admit
+    ) -> None:
         self.chats = chats
-        self.admit = admit
-        self.router = chats.router
+        self.pass_through = pass_through
         self.origin_of = origin_of
-        self._upstreams: dict[str, tuple[EndpointConfig, ResponsesUpstream]] = {}
-        self._closing: set[asyncio.Future[None]] = set()
+        self.admit = admit
 
     async def handle(self, request: Request) -> Response:
         payload = parse_json_object(await read_body(request))
@@ -95,12 +87,20 @@ class Responses:
         # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
         extra = ("\n".join(others),)
-        native = self._native_endpoint(body.model, chat, origin, extra)
-        if native is not None:
-            endpoint, reason = native
-            return await self._pass_through(
-                request, payload, translated, endpoint, reason, origin.uri, meter
+        try:
+            passed = self.pass_through.start(
+                payload,
+                chat,
+                model=body.model,
+                uri=origin.uri,
+                sensitive=origin.sensitive,
+                client=origin.client,
+                extra=extra,
             )
+        except Refused as refused:
+            raise openai_error(refused) from None
+        if passed is not None:
+            return await self._pass_through(request, passed, translated, meter)
         failures: list[RouteFailed] = []
 
         async def run(
@@ -199,157 +199,55 @@ class Responses:
 
     # -- pass-through ------------------------------------------------------------------------
 
-    def _native_endpoint(
-        self, model: str, chat: ChatRequest, origin: Origin, extra: tuple[str, ...]
-    ) -> tuple[Endpoint, Reason] | None:
-        """The endpoint to pass the request to as it is: the one the chat route would ask
-        first, when it speaks the Responses API itself and the request may leave."""
-        pool = self.router.pool.all()
-        if not any(e.config is not None and e.config.responses_path for e in pool):
-            return None
-        stay_local = self.chats.stay_local(
-            chat, uri=origin.uri, sensitive=origin.sensitive, client=origin.client, extra=extra
-        )
-        if stay_local is not None:
-            return None
-        try:
-            plan = self.router.chats.plan(model, chat, local_only=None)
-        except CORE_FAILURES as refused:
-            raise openai_error(refused) from None
-        first = plan.candidates[0]
-        if first.config is None or not first.config.responses_path:
-            return None
-        return first, plan.reason
-
     async def _pass_through(
-        self,
-        request: Request,
-        payload: dict[str, Any],
-        translated: ResponsesRequest,
-        endpoint: Endpoint,
-        reason: Reason,
-        uri: str,
-        meter: Meter,
+        self, request: Request, passed: PassedThrough, translated: ResponsesRequest, meter: Meter
     ) -> Response:
-        assert endpoint.config is not None
-        upstream = self._upstream(endpoint.config)
-        started = time.monotonic()
-        events = upstream.events(payload)
-        meter.asking(endpoint.name)
-        tally = _PassThrough(self.router, endpoint, reason, uri, started)
+        """The upstream's own events (or its response object) as they come, metered as they
+        pass; only a failure is the gateway's to word."""
+        events = passed.events
+        meter.asking(passed.endpoint)
         try:
-            first = await cancel_on_disconnect(request, anext(events, None))
-            if first is None:
-                raise BackendError(endpoint.name, FailureKind.PROTOCOL, "an empty answer")
-        except BackendError as error:
-            tally.failed(error)
-            code = responses_code(error.failure)
+            first = await cancel_on_disconnect(request, anext(events))
+        except RouteFailed as failed:
+            code = responses_code(failed.last)
             if not translated.stream:
-                raise GatewayError(RESPONSES_STATUS[code], str(error), code=code) from None
-            return _failed_stream(translated.echo, endpoint.name, code, str(error))
-        tally.first_event()
-        headers = {ENDPOINT_HEADER: endpoint.name, REASON_HEADER: reason}
+                raise GatewayError(RESPONSES_STATUS[code], str(failed), code=code) from None
+            return _failed_stream(translated.echo, passed.endpoint, code, str(failed))
+        headers = {ENDPOINT_HEADER: passed.endpoint, REASON_HEADER: passed.reason}
         if first.get("type") == "response":
-            tally.answered(first["response"])
-            _charge(meter, endpoint.name, first["response"])
+            await events.aclose()
+            _charge(meter, passed.endpoint, first["response"])
             return JSONResponse(first["response"], headers=headers)
 
         async def stream() -> AsyncIterator[bytes]:
-            event: dict[str, Any] | None = first
+            sent = 0
             try:
-                while event is not None:
-                    tally.events += 1
+                async for event in _after(first, events):
                     if event.get("type") == "response.output_text.delta":
                         meter.streamed(str(event.get("delta", "")))
                     yield sse_event(event)
+                    sent += 1
                     if event.get("type") in ("response.completed", "response.incomplete"):
-                        tally.answered(event.get("response"))
-                        _charge(meter, endpoint.name, event.get("response"))
-                    event = await anext(events, None)
-            except BackendError as error:
-                tally.failed(error)
+                        _charge(meter, passed.endpoint, event.get("response"))
+            except RouteFailed as failed:
                 # The upstream's own events went before: only the end is the gateway's.
                 answer = ResponseStream(translated.echo)
-                answer.model = endpoint.name
-                ending = answer.fail(responses_code(error.failure), str(error))
-                yield sse_event({**ending[-1], "sequence_number": tally.events})
+                answer.model = passed.endpoint
+                ending = answer.fail(responses_code(failed.last), str(failed))
+                yield sse_event({**ending[-1], "sequence_number": sent})
             finally:
                 await events.aclose()
 
         return _event_stream(stream(), headers)
 
-    def _upstream(self, config: EndpointConfig) -> ResponsesUpstream:
-        """The endpoint's Responses client, made anew (and the old one closed) when its
-        configuration changed; the clients live as long as the gateway's process."""
-        known = self._upstreams.get(config.name)
-        if known is not None and known[0] == config:
-            return known[1]
-        if known is not None:
-            closing = asyncio.ensure_future(known[1].aclose())
-            self._closing.add(closing)
-            closing.add_done_callback(self._closing.discard)
-        upstream = ResponsesUpstream(config)
-        self._upstreams[config.name] = (config, upstream)
-        return upstream
 
-
-class _PassThrough:
-    """What a passed-through request did, told to the router's outcome recorder as a chat's
-    attempt is."""
-
-    def __init__(
-        self, router: Router, endpoint: Endpoint, reason: Reason, uri: str, started: float
-    ) -> None:
-        self.outcomes = router.outcomes
-        self.endpoint = endpoint
-        self.reason = reason
-        self.uri = uri
-        self.started = started
-        self.events = 0
-        self._first_ms: float | None = None
-        self._settled = False
-        self.outcomes.request_started(kind=DecisionKind.CHAT)
-
-    def first_event(self) -> None:
-        self._first_ms = (time.monotonic() - self.started) * 1000
-
-    def answered(self, response: Any) -> None:
-        if self._settled:
-            return
-        self._settled = True
-        usage = response.get("usage") if isinstance(response, dict) else None
-        self.outcomes.success(
-            endpoint=self.endpoint,
-            first_token_ms=self._first_ms,
-            total_ms=(time.monotonic() - self.started) * 1000,
-            tokens=_count(usage, "output_tokens"),
-            won=True,
-        )
-        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
-        self.outcomes.decision(
-            kind=DecisionKind.CHAT,
-            served_by=self.endpoint,
-            reason=self.reason,
-            started=self.started,
-            prompt_tokens=_count(usage, "input_tokens"),
-            tokens=_count(usage, "output_tokens"),
-            uri=self.uri,
-        )
-
-    def failed(self, error: BackendError) -> None:
-        if self._settled:
-            return
-        self._settled = True
-        self.outcomes.failure(endpoint=self.endpoint, error=error)
-        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
-        self.outcomes.decision(
-            kind=DecisionKind.CHAT,
-            served_by=None,
-            reason=Reason.FAILED,
-            started=self.started,
-            uri=self.uri,
-            detail=str(error),
-        )
+async def _after(
+    first: dict[str, Any], rest: AsyncIterator[dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    """`first`, then what `rest` holds."""
+    yield first
+    async for event in rest:
+        yield event
 
 
 def _charge(meter: Meter, endpoint: str, response: Any) -> None:

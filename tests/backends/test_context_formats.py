@@ -11,8 +11,8 @@ import pytest
 from lsp_server.backends.base import CompletionRequest, ContextChunk
 from lsp_server.backends.context_prompt import path_comment, path_comment_blocks
 from lsp_server.backends.factory import remote_backend
-from tests.backends.test_provider_kinds import KEY, collect, endpoint
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.provider_endpoints import KEY, collect, endpoint
 
 DEFINITION = ContextChunk(
     "shop/widgets.py", "def frobnicate_widget(widget, *, force=1.0):\n    ...\n", order=5

@@ -20,9 +20,10 @@ import httpx
 import pytest
 from lsprotocol import types
 
-from tests.gateway.test_gateway import free_port, running_gateway
 from tests.support.edit_client import record_applied_edits
+from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import inline_completion, lsp_session, open_document
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.model
 

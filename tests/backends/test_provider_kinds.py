@@ -15,13 +15,12 @@ from lsp_server.backends.base import (
     Usage,
 )
 from lsp_server.backends.factory import remote_backend
-from lsp_server.config.loader import ConfigError, parse_config_text
-from lsp_server.config.model import EndpointConfig
+from lsp_server.config.loader import ConfigError
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.provider_endpoints import KEY, collect, endpoint
 
-KEY = "test-key-0123"
 ANSWER = "return a + b\n"
 # kind → (FIM path the server saw, chat path the server saw, key variable of the kind)
 EXPECTED = {
@@ -49,22 +48,6 @@ def server(running_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> Fa
         if variable:
             monkeypatch.setenv(variable, KEY)
     return running_server
-
-
-def endpoint(kind: str, base_url: str | None = None, extra: str = "") -> EndpointConfig:
-    """An endpoint as a user writes it: name, kind, model, and the base URL only to point it
-    at the test server."""
-    lines = ["[[endpoints]]", 'name = "e"', f'kind = "{kind}"', 'model = "m"']
-    if base_url is not None:
-        lines.append(f'base_url = "{base_url}"')
-    if kind == "llamacpp" and base_url is not None:
-        lines.append('api_key_env = "LLAMACPP_TEST_KEY"')
-    text = "\n".join(lines) + "\n" + extra
-    return parse_config_text(text, file="config.toml").endpoints[0]
-
-
-async def collect(stream) -> str:  # type: ignore[no-untyped-def]
-    return "".join([piece async for piece in stream])
 
 
 def test_presets_follow_the_providers_documentation() -> None:

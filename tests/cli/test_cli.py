@@ -18,17 +18,20 @@ from tests.support.lsp_session import (
     open_document,
     server_env,
 )
+from tests.support.mercury_upstream import finish_the_rename, user_content
 
 LOCAL_OFF = "[local]\nenabled = false\n"
 
 
-def gateway_ls(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def gateway_ls(
+    tmp_path: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lsp_server", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=server_env(tmp_path),
+        env=server_env(tmp_path, env),
         check=False,
     )
 
@@ -83,6 +86,38 @@ def test_complete_reads_the_definitions_the_file_imports(tmp_path: Path) -> None
         "# path: geometry.py\ndef hypotenuse(a: float, b: float) -> float:\n"
         '    """The long side."""\n\n# path: use.py\n'
     )
+
+
+def test_complete_next_edit_prints_the_edit_as_a_unified_diff(tmp_path: Path) -> None:
+    source = tmp_path / "scale.py"
+    source.write_text(
+        "def scale(amount, factor):\n    result = value * factor\n    return result\n",
+        encoding="utf-8",
+    )
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        config = write_config(
+            tmp_path,
+            LOCAL_OFF + '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
+            f'base_url = "{mercury.provider_base_url("inception")}"\n'
+            'model = "mercury-edit-2"\nroles = ["edit"]\n',
+        )
+        result = gateway_ls(
+            tmp_path,
+            "--config",
+            str(config),
+            "complete",
+            "--next-edit",
+            f"{source}:1:17",
+            env={"INCEPTION_API_KEY": "test-key"},
+        )
+        asked = user_content(mercury.requests[-1].json)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        f"--- a/{source}\n+++ b/{source}\n@@ -1,3 +1,3 @@\n def scale(amount, factor):\n"
+        "-    result = value * factor\n+    result = amount * factor\n     return result\n"
+    )
+    assert "mercury" in result.stderr  # which endpoint answered, on stderr
+    assert "<|code_to_edit|>" in asked and "<|cursor|>" in asked
 
 
 def test_complete_with_nothing_reachable_exits_1_with_the_reason(tmp_path: Path) -> None:

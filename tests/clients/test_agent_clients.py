@@ -28,7 +28,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.gateway.test_gateway import Gateway, running_gateway
+from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.real_tools import tool_missing
 from tests.support.scripted_agent import ScriptedAgentServer, ToolCallPlan, ToolScript

@@ -12,8 +12,8 @@ import httpx
 from lsprotocol import types
 
 from lsp_server.reasons import Reason
-from tests.gateway.test_gateway import running_gateway
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import (
     inline_completion,
     lsp_session,

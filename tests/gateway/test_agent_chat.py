@@ -18,12 +18,17 @@ import httpx
 import openai
 import pytest
 
-from tests.gateway.test_gateway import Gateway, running_gateway
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
+from tests.support.weather_agent import (
+    ANSWER_AFTER_TOOL,
+    ANTHROPIC_KEY,
+    ANTHROPIC_KEY_ENV,
+    WEATHER_ARGUMENTS,
+    weather_agent,
+)
 
-ANTHROPIC_KEY_ENV = "TEST_GATEWAY_ANTHROPIC_KEY"
-ANTHROPIC_KEY = "test-anthropic-key"
 AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 WEATHER_TOOL = {
     "type": "function",
@@ -37,35 +42,7 @@ WEATHER_TOOL = {
         },
     },
 }
-WEATHER_ARGUMENTS = '{"city": "Paris", "unit": "celsius"}'
-ANSWER_AFTER_TOOL = "It is 21 degrees in Paris."
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-def _answered_a_tool(payload: dict) -> bool:
-    """Whether the conversation's last turn is a tool's result (OpenAI or Anthropic shape)."""
-    last = (payload.get("messages") or [{}])[-1]
-    if last.get("role") == "tool":
-        return True
-    content = last.get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    )
-
-
-def weather_agent(arguments: str = WEATHER_ARGUMENTS) -> Behaviour:
-    """An upstream that calls `get_weather` when offered it, and answers in words once the
-    tool's result is in the conversation."""
-
-    def text(payload: dict) -> str:
-        return ANSWER_AFTER_TOOL if _answered_a_tool(payload) or not payload.get("tools") else ""
-
-    def tool_calls(payload: dict) -> tuple[dict, ...]:
-        if _answered_a_tool(payload) or not payload.get("tools"):
-            return ()
-        return ({"name": "get_weather", "arguments": arguments},)
-
-    return Behaviour(text=text, tool_calls=tool_calls, chunk_chars=5)
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.gateway.test_gateway import running_gateway
 from tests.support.fake_llm_server import FakeLLMServer
+from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import endpoint_toml
 
 pytestmark = pytest.mark.model

@@ -17,8 +17,9 @@ import pytest
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
-from tests.gateway.test_gateway import LOCAL_OFF, Gateway, running_gateway
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 
 PY_PREFIX = "def numbers():\n    total = 0\n    "

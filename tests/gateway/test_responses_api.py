@@ -14,17 +14,18 @@ import httpx
 import openai
 import pytest
 
-from tests.gateway.test_agent_chat import (
+from tests.support.config_text import AWS_KEY_ID
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import Gateway, running_gateway
+from tests.support.lsp_session import endpoint_toml
+from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
+from tests.support.weather_agent import (
     ANSWER_AFTER_TOOL,
     ANTHROPIC_KEY,
     ANTHROPIC_KEY_ENV,
     WEATHER_ARGUMENTS,
     weather_agent,
 )
-from tests.gateway.test_gateway import AWS_KEY_ID, Gateway, running_gateway
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml
-from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 
 LOCAL_OFF = "[local]\nenabled = false\n"
 WEATHER_TOOL = {

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.gateway.test_gateway import Gateway, running_gateway
-from tests.nextedit.mercury_upstream import finish_the_rename, user_content
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.gateway_process import Gateway, running_gateway
+from tests.support.mercury_upstream import finish_the_rename, user_content
 
 KEY_ENV = {"INCEPTION_API_KEY": "test-key"}
 BEFORE = "def scale(amount, factor):\n"

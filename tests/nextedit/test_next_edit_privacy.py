@@ -12,8 +12,8 @@ from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import load_config_file
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.service import NextEdit
-from tests.nextedit.mercury_upstream import finish_the_rename
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.mercury_upstream import finish_the_rename
 
 AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"

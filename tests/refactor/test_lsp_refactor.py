@@ -17,11 +17,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import (
     apply_workspace_edit,
     read_code_actions_whole,
     record_applied_edits,
-    text_edits_for,
 )
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
@@ -31,34 +31,26 @@ from tests.support.lsp_session import (
     lsp_session,
     open_document,
 )
+from tests.support.refactor_session import (
+    AREA_BODY,
+    CIRCLE,
+    INSTRUCTION,
+    REFACTOR_ROLE,
+    REFACTORED,
+    assert_refactored,
+    chat_prompt,
+    messages_of,
+    range_json,
+    refactor,
+    refactor_config,
+    refactor_params,
+)
 
-LOCAL_OFF = "[local]\nenabled = false\n"
-REFACTOR_ROLE = '["refactor"]'
 ANTHROPIC_KEY_ENV = "GATEWAY_LS_TEST_ANTHROPIC_KEY"
 # Built at run time so that no scanner mistakes this file for a leaked key.
 PLANTED_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 REQUEST_CANCELLED = -32800
 
-CIRCLE = (
-    "import math\n"
-    "\n"
-    "\n"
-    "class Circle:\n"
-    "    def __init__(self, r):\n"
-    "        self.r = r\n"
-    "\n"
-    "    def area(self):\n"
-    "        squared = self.r * self.r\n"
-    "        return math.pi * squared\n"
-    "\n"
-    "    def describe(self):\n"
-    "        return f'circle {self.r}'\n"
-)
-# The body of `area`, whole lines 8-9.
-AREA_BODY = types.Range(
-    start=types.Position(line=8, character=0), end=types.Position(line=10, character=0)
-)
-INSTRUCTION = "Inline the temporary variable."
 # The model answers at the left margin, with prose around the code, as chat models do.
 ANSWER = (
     "Here is the simplified method body:\n\n"
@@ -67,44 +59,12 @@ ANSWER = (
     "```\n\n"
     "It drops the temporary variable and squares with `**`.\n"
 )
-REFACTORED = CIRCLE.replace(
-    "        squared = self.r * self.r\n        return math.pi * squared\n",
-    "        return math.pi * self.r ** 2\n",
-)
-
-
-def refactor_config(*endpoints: tuple[str, FakeLLMServer]) -> str:
-    """OpenAI-compatible chat endpoints for refactors only, and no local model."""
-    return LOCAL_OFF + "".join(
-        endpoint_toml(name, server.base_url, fim=False, roles=REFACTOR_ROLE)
-        for name, server in endpoints
-    )
 
 
 def anthropic_config(name: str, server: FakeLLMServer) -> str:
     return LOCAL_OFF + (
         f'[[endpoints]]\nname = "{name}"\nkind = "anthropic"\nbase_url = "{server.root_url}"\n'
         f'model = "claude-test"\napi_key_env = "{ANTHROPIC_KEY_ENV}"\nroles = {REFACTOR_ROLE}\n'
-    )
-
-
-def range_json(selection: types.Range) -> dict[str, Any]:
-    return {
-        "start": {"line": selection.start.line, "character": selection.start.character},
-        "end": {"line": selection.end.line, "character": selection.end.character},
-    }
-
-
-def refactor_params(
-    uri: str, selection: types.Range = AREA_BODY, instruction: str = INSTRUCTION
-) -> types.ExecuteCommandParams:
-    argument = {"uri": uri, "range": range_json(selection), "instruction": instruction}
-    return types.ExecuteCommandParams(command="gatewayLs.refactor", arguments=[argument])
-
-
-async def refactor(client: LanguageClient, uri: str, **kwargs: Any) -> Any:
-    return await asyncio.wait_for(
-        client.workspace_execute_command_async(refactor_params(uri, **kwargs)), 30
     )
 
 
@@ -117,36 +77,12 @@ async def status(client: LanguageClient) -> dict[str, Any]:
     )
 
 
-def chat_prompt(server: FakeLLMServer) -> str:
-    """Everything the endpoint was told in its last generation request, system prompt too."""
-    body = [r.json for r in server.requests if r.json and "messages" in r.json][-1]
-    system = body.get("system", "")
-    return system + "\n".join(str(m["content"]) for m in body["messages"])
-
-
 def refactor_progress(client: LanguageClient) -> list[Any]:
     reports = [
         values for token, values in client.progress_reports.items() if "refactor" in str(token)
     ]
     assert len(reports) == 1, client.progress_reports
     return reports[0]
-
-
-def messages_of(client: LanguageClient, kind: types.MessageType) -> list[str]:
-    return [m.message for m in client.messages if m.type == kind]
-
-
-def assert_refactored(
-    edit: types.ApplyWorkspaceEditParams, uri: str, before: str, expected: str
-) -> None:
-    """The edit turns `before` into `expected` with small edits, not a whole-file rewrite."""
-    edits = text_edits_for(edit.edit, uri)
-    assert edits
-    assert apply_workspace_edit(before, edit.edit, uri) == expected
-    for text_edit in edits:
-        assert AREA_BODY.start.line <= text_edit.range.start.line
-        assert text_edit.range.end.line <= AREA_BODY.end.line
-        assert len(text_edit.new_text) < len(before) // 4
 
 
 async def test_code_actions_on_a_selection_and_none_without_one(tmp_path: Path) -> None:

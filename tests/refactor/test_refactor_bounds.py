@@ -10,10 +10,13 @@ from lsp_server.config.loader import parse_config_text
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS, SELECTION_END, SELECTION_START
 from lsp_server.refactor.service import LOCAL_MIN_TOKENS, local_answer_budget
-from tests.refactor.test_lsp_refactor import (
+from tests.support.config_text import LOCAL_OFF
+from tests.support.edit_client import record_applied_edits
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import endpoint_toml, eventually, lsp_session, open_document
+from tests.support.refactor_session import (
     AREA_BODY,
     CIRCLE,
-    LOCAL_OFF,
     REFACTORED,
     assert_refactored,
     chat_prompt,
@@ -21,9 +24,6 @@ from tests.refactor.test_lsp_refactor import (
     refactor,
     refactor_config,
 )
-from tests.support.edit_client import record_applied_edits
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, eventually, lsp_session, open_document
 
 ANSWER = "```python\nreturn math.pi * self.r ** 2\n```\n"
 

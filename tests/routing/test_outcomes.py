@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,9 +23,9 @@ from lsp_server.backends.base import (
     CompletionRequest,
     Usage,
 )
+from lsp_server.chat.pass_through import _Tally
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.failures import FailureKind, RouteFailed
-from lsp_server.gateway.responses import _PassThrough
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
@@ -116,13 +115,13 @@ async def chat(router: Router) -> None:
 async def pass_through(router: Router) -> None:
     """The Responses pass-through's tally, fed as the gateway feeds it from the upstream."""
     endpoint = router.pool.remotes["solo"]
-    tally = _PassThrough(router, endpoint, Reason.PINNED, "", time.monotonic())
+    tally = _Tally(router.outcomes, endpoint, Reason.PINNED, "")
     backend = endpoint.backend
     assert isinstance(backend, Scripted)
     if backend.failure is not None:
         tally.failed(BackendError("solo", backend.failure, "scripted failure"))
     else:
-        tally.first_event()
+        tally.event()
         tally.answered({"usage": {"output_tokens": 1}})
 
 

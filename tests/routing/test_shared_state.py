@@ -30,8 +30,8 @@ from lsp_server.routing.shared_wire import (
     decode_update,
     encode_update,
 )
-from tests.routing.test_router import REQUEST, StandIn, stand_in_router
 from tests.support.redis_server import RedisServer
+from tests.support.stand_in import REQUEST, StandIn, stand_in_router
 
 KNOWN = {"alpha", "beta"}
 

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.support.ports import free_port
+
 STARTUP_TIMEOUT_S = 10.0
 
 
@@ -24,12 +26,6 @@ def redis_server_binary() -> str | None:
     return shutil.which("redis-server") or next(
         (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if Path(p).is_file()), None
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class RedisServer:
