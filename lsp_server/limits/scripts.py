@@ -22,9 +22,9 @@ from __future__ import annotations
 #       budget key ttl s, the epoch the gateway knows.
 # Returns: refused ("" | "requests" | "tokens" | "concurrency" | "budget" | "epoch": nothing
 #          was counted), retry ms, requests remaining, requests reset ms, tokens remaining,
-#          tokens reset ms.
+#          tokens reset ms, the budget's micro-dollars spent and reserved (-1: no budget).
 ADMIT = """
-if redis.call('GET', KEYS[5]) ~= ARGV[10] then return {'epoch', 0, 0, 0, 0, 0} end
+if redis.call('GET', KEYS[5]) ~= ARGV[10] then return {'epoch', 0, 0, 0, 0, 0, -1} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local WINDOW = 60000000
@@ -91,7 +91,9 @@ if tpm > 0 then
   t_left = math.max(0, math.floor((WINDOW - (t_start - now)) / t_int))
   t_reset = math.floor((t_start - now) / 1000)
 end
-return {refused, math.ceil(wait / 1000), r_left, r_reset, t_left, t_reset}
+local total = -1
+if budget >= 0 then total = tonumber(redis.call('GET', KEYS[4]) or '0') end
+return {refused, math.ceil(wait / 1000), r_left, r_reset, t_left, t_reset, total}
 """
 
 # KEYS: epoch, ledger, then each budget's key, then each settlement's tokens TAT and leases.
@@ -101,19 +103,23 @@ return {refused, math.ceil(wait / 1000), r_left, r_reset, t_left, t_reset}
 #       is negative) and the lease id; per ledger entry its fields and values.
 # What one gateway settled since its last call: reservations become what was used (unused
 # tokens and money go back, more is charged), leases end, entries join the ledger. Counts only
-# in the known epoch (returns 0 then, having written the ledger alone); 1 when all was counted.
+# in the known epoch (returns {0} then, having written the ledger alone); else {1, and each
+# budget's micro-dollars after}.
 SETTLE = """
 local same = redis.call('GET', KEYS[1]) == ARGV[1]
 local n_money, n_settle, n_entries = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local width = 2 * tonumber(ARGV[6])
 local a, k = 7, 2
+local totals = {1}
 if same then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   for i = 1, n_money do
     local key = KEYS[k + i]
-    if redis.call('INCRBY', key, tonumber(ARGV[a])) < 0 then redis.call('SET', key, 0) end
+    local total = redis.call('INCRBY', key, tonumber(ARGV[a]))
+    if total < 0 then total = 0; redis.call('SET', key, 0) end
     if redis.call('TTL', key) < 0 then redis.call('EXPIRE', key, tonumber(ARGV[a + 1])) end
+    totals[i + 1] = total
     a = a + 2
   end
   k = k + n_money
@@ -141,15 +147,18 @@ for i = 1, n_entries do
   redis.call('XADD', KEYS[2], 'MINID', '~', ARGV[2], '*', unpack(ARGV, a, a + width - 1))
   a = a + width
 end
-if same then return 1 end
-return 0
+if same then return totals end
+return {0}
 """
 
 # KEYS: epoch, then each budget's key, then each held reservation's tokens TAT and leases.
 # ARGV: the epoch the gateway knows, a new epoch (written when there is none), how many budgets
-#       and reservations; per budget the micro-dollars and the key's ttl s; per reservation
-#       tpm, its tokens, its lease id, the lease ms (0: no concurrency limit).
+#       and reservations; per budget the micro-dollars it holds at least and the key's ttl s;
+#       per reservation tpm, its tokens, its lease id, the lease ms (0: no concurrency limit).
 # Returns the epoch, and 1 when it was new to the gateway and its part was put back into it.
+# A budget is raised to what the gateway last saw there plus what it owes since: gateways that
+# put theirs back one after the other leave the largest, and the spend of one that died is in
+# what the others saw.
 RESTORE = """
 redis.call('SET', KEYS[1], ARGV[2], 'NX')
 local epoch = redis.call('GET', KEYS[1])
@@ -161,8 +170,10 @@ local n_money, n_held = tonumber(ARGV[3]), tonumber(ARGV[4])
 local a, k = 5, 1
 for i = 1, n_money do
   local key = KEYS[k + i]
-  redis.call('INCRBY', key, tonumber(ARGV[a]))
-  if redis.call('TTL', key) < 0 then redis.call('EXPIRE', key, tonumber(ARGV[a + 1])) end
+  local least = tonumber(ARGV[a])
+  if tonumber(redis.call('GET', key) or '0') < least then
+    redis.call('SET', key, least, 'EX', tonumber(ARGV[a + 1]))
+  end
   a = a + 2
 end
 k = k + n_money

@@ -12,9 +12,10 @@ owes the shared state (its reservation set to what it used, its charge to a budg
 entry) and one background task sends everything owed in one script call, again and again while
 more comes; while Redis is unreachable the debts wait (bounded) and go when it answers again.
 Money owed is summed per budget key, so no outage loses a charge however long it lasts. The
-gateway also keeps what it settled in each budget period and the reservations it holds: when
-Redis comes back empty (a restart without persistence; a new epoch, see `scripts`), it puts
-exactly those back before it counts again, and the debts they cover are dropped.
+gateway also keeps what it last saw in each budget (every admission and settlement reads it)
+and the reservations it holds: when Redis comes back empty (a restart without persistence; a
+new epoch, see `scripts`), it puts back each budget as it saw it plus what it owes since, and
+its reservations and leases, before it counts again; the debts that covers are dropped.
 """
 
 from __future__ import annotations
@@ -144,12 +145,13 @@ class SharedStore:
         self._warned = False
         self._scripts_loaded = False
         self._held: dict[str, Ask] = {}  # lease id -> the reservation this gateway holds
-        self._settled: dict[str, _Money] = {}  # budget key -> what this gateway settled there
+        self._seen: dict[str, _Money] = {}  # budget key -> its micro-dollars at the last call
         self._debts = _Debts.empty()
         self._dropped_entries_warned = False
         self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
         self._sender: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self.observe: LatencyObserver = lambda _call, _seconds: None
 
     def start(self) -> None:
@@ -162,6 +164,9 @@ class SharedStore:
             await asyncio.wait_for(self._send_debts(), wait_s)
         if self._sender is not None:
             self._sender.cancel()
+        # The heartbeat also stops at its next beat: a cancellation that arrives as a Redis
+        # reply does can be lost inside `asyncio.wait_for` (Python 3.11).
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -197,7 +202,7 @@ class SharedStore:
         reply = await self._call("admit", self._admit(keys=keys, args=args))
         if reply is None:
             return None
-        refused, retry_ms, r_left, r_reset, t_left, t_reset = reply
+        refused, retry_ms, r_left, r_reset, t_left, t_reset, total = reply
         name = refused.decode() if isinstance(refused, bytes) else str(refused)
         if name == "epoch":  # an epoch new to this gateway: put its part back, then count
             if again and await self.reconcile():
@@ -205,6 +210,8 @@ class SharedStore:
             return None
         if not name:
             self._held[ask.lease_id] = ask
+        if int(total) >= 0:
+            self._saw(_budget_key(ask), int(total), ask.period_ttl_s)
         return Verdict(
             LimitKind(name) if name else None,
             int(retry_ms) / 1000,
@@ -222,7 +229,6 @@ class SharedStore:
             self._held.pop(ask.lease_id, None)
         if ask.budget_micros is not None:
             key = _budget_key(ask)
-            self._count_settled(key, cost, ask.period_ttl_s)
             owed = cost - ask.reserve_micros if held else cost
             _add(self._debts.money, key, owed, ask.period_ttl_s)
         if held and (ask.limits.tpm or ask.limits.max_concurrent):
@@ -241,12 +247,12 @@ class SharedStore:
         """Settlements and ledger entries not yet in Redis."""
         return len(self._debts.settlements) + len(self._debts.entries)
 
-    def _count_settled(self, key: str, cost: int, ttl_s: int) -> None:
-        if key not in self._settled:
+    def _saw(self, key: str, micros: int, ttl_s: int) -> None:
+        if key not in self._seen:
             now = time.monotonic()
-            for old in [k for k, money in self._settled.items() if money.expires < now]:
-                del self._settled[old]
-        _add(self._settled, key, cost, ttl_s)
+            for old in [k for k, money in self._seen.items() if money.expires < now]:
+                del self._seen[old]
+        self._seen[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
 
     def _start_sending(self) -> None:
         if self.up and self._debts and (self._sender is None or self._sender.done()):
@@ -255,15 +261,19 @@ class SharedStore:
     async def _send_debts(self) -> None:
         async with self._lock:
             while self.up and self._debts:
-                if self.epoch is None and not await self._reconcile_locked():
-                    return
                 debts = self._debts.take()
                 reply = await self._call("settle", self._settle_call(debts))
                 if reply is None:
                     self._debts.give_back(debts)  # down: sent again when Redis answers
                     return
-                if not int(reply):  # a new epoch: the ledger went in, the rest is restored
-                    self.epoch = None
+                if not int(reply[0]):  # an epoch new to this gateway: the ledger went in
+                    debts.entries.clear()
+                    self._debts.give_back(debts)
+                    if not await self._reconcile_locked():
+                        return
+                    continue
+                for (key, money), total in zip(debts.money.items(), reply[1:], strict=True):
+                    self._saw(key, int(total), money.ttl_s)
 
     def _settle_call(self, debts: _Debts) -> Any:
         keys = [EPOCH_KEY, LEDGER_KEY, *debts.money]
@@ -295,38 +305,35 @@ class SharedStore:
             return await self._reconcile_locked()
 
     async def _reconcile_locked(self) -> bool:
-        # What this gateway settled and still holds covers every debt of money and of held
-        # reservations it has: those go in place of the debts.
-        money = {key: m.micros for key, m in self._settled.items()}
-        ttl = {key: m.ttl_s for key, m in self._settled.items()}
-        held = list(self._held.values())
-        for ask in held:
-            if ask.budget_micros is not None:
-                key = _budget_key(ask)
-                money[key] = money.get(key, 0) + ask.reserve_micros
-                ttl[key] = ask.period_ttl_s
+        first = self.epoch is None  # nothing counted here yet: nothing to put back
+        money: dict[str, _Money] = {} if first else dict(self._seen)
+        for key, owed in ({} if first else self._debts.money).items():
+            seen = money.get(key)
+            money[key] = _Money((seen.micros if seen else 0) + owed.micros, owed.ttl_s, 0.0)
+        held = [] if first else list(self._held.values())
         keys = [EPOCH_KEY, *money]
         args: list[str | int] = [self.epoch or "", secrets.token_hex(8), len(money), len(held)]
-        for key, micros in money.items():
-            args += [micros, ttl[key]]
+        for least in money.values():
+            args += [max(0, least.micros), least.ttl_s]
         for ask in held:
             keys += [_key("tpm", ask.client), _key("inflight", ask.client)]
             lease_ms = int(LEASE_S * 1000) if ask.limits.max_concurrent else 0
             args += [ask.limits.tpm or 0, ask.tokens, ask.lease_id, lease_ms]
-        # The ledger is not restored: its entries stay owed.
+        # What is owed now, but for the ledger, is in what is put back (unless the epoch turns
+        # out to be known already); debts that come while the call is under way are not.
         taken = _Debts(self._debts.money, self._debts.settlements, deque())
         self._debts.money, self._debts.settlements = {}, deque(maxlen=MAX_OWED_SETTLEMENTS)
         reply = await self._call("restore", self._restore(keys=keys, args=args))
-        if reply is None or not int(reply[1]):  # the epoch was this gateway's already
+        if reply is None or first or not int(reply[1]):
             self._debts.give_back(taken)
-            if reply is None:
-                return False
-        elif self.epoch is not None:
+        if reply is None:
+            return False
+        epoch, restored = reply
+        if int(restored) and not first:
             log.warning(
-                "shared limits state came back empty: this gateway put back what it settled "
-                "this budget period and the reservations it holds"
+                "shared limits state came back empty: this gateway put back the budgets as it "
+                "last saw them and the reservations it holds"
             )
-        epoch = reply[0]
         self.epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
         return True
 
@@ -350,7 +357,7 @@ class SharedStore:
 
     async def _beat(self) -> None:
         renewed_at = 0.0
-        while True:
+        while not self._stopping:
             reply = await self._call(
                 "heartbeat",
                 self._heartbeat(keys=[GATEWAYS_KEY, EPOCH_KEY], args=[self.gateway_id, ALIVE_MS]),
