@@ -31,13 +31,14 @@ def local_backend(bundled_model_path: Path) -> Iterator[LocalBackend]:
     tenfold when the machine has fewer free cores than threads.
     """
     # max_tokens is raised so tests can ask for long generations (and cancel them), and the
-    # window unbounded so they can give it long prompts.
+    # window unbounded and the deadline long so they can give it long prompts, read whole.
     config = LocalConfig(
         model_path=str(bundled_model_path),
         n_ctx=2048,
         n_threads=1,
         max_tokens=512,
         window_tokens=0,
+        deadline_ms=600_000,
     )
     backend = LocalBackend(config)
     asyncio.run(backend.ensure_loaded())

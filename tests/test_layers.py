@@ -66,3 +66,164 @@ def test_imports_flow_down() -> None:
             if imported != part and LAYERS[imported] <= LAYERS[part]:
                 wrong.append(f"{module.relative_to(PACKAGE)} imports lsp_server.{imported}")
     assert not wrong, "\n".join(wrong)
+
+
+# -- the front doors ----------------------------------------------------------------------------
+
+FRONT_DOORS = ("cli", "lsp", "gateway")
+# Beyond its own package, a front door imports the core, the configuration and the vocabulary
+# every layer may use (`reasons`, `failures`, ...), and the core's requests and outcomes (the
+# wire types below); it decides nothing itself.
+FRONT_DOOR_PARTS = {"core", "config"} | {part for part, layer in LAYERS.items() if layer == 7}
+WIRE_TYPES: dict[str, frozenset[str]] = {
+    "lsp_server.backends.base": frozenset(
+        {
+            "ChatEvent",
+            "ChatMessage",
+            "ChatRequest",
+            "CompletionRequest",
+            "TokenLimitField",
+            "ToolCall",
+            "ToolCallDelta",
+            "Usage",
+        }
+    ),
+    "lsp_server.backends.local_model": frozenset({"LocalState"}),
+    "lsp_server.chat.pass_through": frozenset({"PassedThrough"}),
+    "lsp_server.limits.limiter": frozenset({"Admission", "Demand"}),
+    "lsp_server.limits.quota": frozenset({"LimitKind", "Spent", "Window"}),
+    "lsp_server.nextedit.request": frozenset({"EditRequest"}),
+    "lsp_server.nextedit.service": frozenset({"NextEdit"}),
+    "lsp_server.refactor.service": frozenset({"RefactorFailed"}),
+    "lsp_server.routing.sequential_route": frozenset({"Answered", "EventSink"}),
+    "lsp_server.suggest.service": frozenset({"Suggestion"}),
+}
+ANY = frozenset({"*"})
+# What else a front door may import, and why. (front door, module): (names, reason).
+FRONT_DOOR_EXCEPTIONS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
+    ("gateway", "lsp_server.backends.base"): (
+        frozenset({"estimate_tokens"}),
+        "the one token estimate: the usage an answer reports agrees with what the limits charge",
+    ),
+    ("gateway", "lsp_server.nextedit.mercury_format"): (
+        frozenset({"MalformedPrompt", "parse_mercury_prompt"}),
+        "Mercury's prompt is a client's wire format too: read with the code that writes it",
+    ),
+    ("gateway", "lsp_server.nextedit.zeta_format"): (
+        frozenset({"is_zeta_prompt", "parse_zeta_prompt", "zeta_answer"}),
+        "Zeta's prompt and answer are Zed's wire format too: read and written with that code",
+    ),
+    ("lsp", "lsp_server.backends.factory"): (
+        frozenset({"preparing_remote_backends"}),
+        "start-up: the HTTP stack is imported on its own thread once `initialize` is answered, "
+        "before the engine exists",
+    ),
+    ("lsp", "lsp_server.refactor.prompt"): (
+        frozenset({"READY_INSTRUCTIONS"}),
+        "the instructions offered to the person are the refactor prompt's own words",
+    ),
+    ("lsp", "lsp_server.refactor.service"): (
+        frozenset({"DEFAULT_INSTRUCTION"}),
+        "the instruction offered first is the refactor service's own",
+    ),
+    ("lsp", "lsp_server.routing.status_file"): (
+        frozenset({"StatusPublisher"}),
+        "the running process publishes its status for `gateway-ls stats`",
+    ),
+    ("cli", "lsp_server.lsp"): (ANY, "`serve` starts the LSP front door"),
+    ("cli", "lsp_server.gateway"): (ANY, "`gateway` starts the HTTP front door"),
+    ("cli", "lsp_server.routing.status_file"): (
+        frozenset({"StatusPublisher", "read_running"}),
+        "the gateway process publishes its status; `stats` and `model` read the running ones",
+    ),
+    ("cli", "lsp_server.routing.redis_link"): (
+        frozenset({"RedisLink"}),
+        "the gateway process starts and stops its link to the shared state",
+    ),
+    ("cli", "lsp_server.backends.base"): (
+        frozenset({"Backend", "BackendError", "ChatMessage", "ChatRequest", "CompletionRequest"}),
+        "`doctor` makes each endpoint's own one-token call: the backends are its subject",
+    ),
+    ("cli", "lsp_server.backends.factory"): (
+        frozenset({"local_backend_factory", "remote_backend"}),
+        "`doctor` builds each endpoint's backend and loads the local model to check them",
+    ),
+    ("cli", "lsp_server.backends"): (
+        frozenset({"model_hub"}),
+        "`model pull` fetches a local model's file",
+    ),
+    ("cli", "lsp_server.backends.bundled_model"): (
+        ANY,
+        "`model pull` and `model` verify and place the local model's files",
+    ),
+    ("cli", "lsp_server.backends.model_presets"): (
+        ANY,
+        "`model` lists the local-model presets and their licences",
+    ),
+    ("cli", "lsp_server.backends.local"): (
+        ANY,
+        "`model` shows how each preset fits this machine, as the local model measures it",
+    ),
+    ("cli", "lsp_server.suggest.languages"): (
+        frozenset({"LANGUAGE_BY_SUFFIX"}),
+        "the language of a file named on the command line, as an editor's languageId says it",
+    ),
+}
+
+
+def imported_names(module: Path) -> set[tuple[str, str]]:
+    """(module, name) of every import of the package's own code; `import x` gives name ""."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update((node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update((alias.name, "") for alias in node.names)
+    return {(m, n) for m, n in found if m == "lsp_server" or m.startswith("lsp_server.")}
+
+
+def excepted(door: str, module: str, name: str) -> tuple[str, str] | None:
+    """The exception that lets `door` import `name` from `module`, if one does."""
+    for (who, prefix), (names, _) in FRONT_DOOR_EXCEPTIONS.items():
+        inside = module == prefix or module.startswith(prefix + ".")
+        if who == door and inside and (names == ANY or name in names):
+            return who, prefix
+    return None
+
+
+def test_front_doors_import_only_the_core_config_vocabulary_and_wire_types() -> None:
+    wrong = []
+    used: set[tuple[str, str]] = set()
+    for door in FRONT_DOORS:
+        for module in sorted((PACKAGE / door).rglob("*.py")):
+            for imported, name in imported_names(module):
+                part = imported.split(".")[1] if "." in imported else "__init__"
+                if part in (door, *FRONT_DOOR_PARTS) or name in WIRE_TYPES.get(imported, ()):
+                    continue
+                exception = excepted(door, imported, name)
+                if exception is None:
+                    wrong.append(f"{module.relative_to(PACKAGE)}: {name} from {imported}")
+                else:
+                    used.add(exception)
+    assert not wrong, "move this logic into the core, or list a reason:\n" + "\n".join(wrong)
+    stale = sorted(set(FRONT_DOOR_EXCEPTIONS) - used)
+    assert not stale, f"exceptions nothing needs any more: {stale}"
+    assert all(reason for _, reason in FRONT_DOOR_EXCEPTIONS.values())
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_test_modules_import_helpers_from_tests_support_only() -> None:
+    """A helper two test modules share lives in tests/support; importing it from another test
+    module runs that module's fixtures and ties the two together."""
+    offenders = []
+    for module in TESTS.rglob("test_*.py"):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                package, _, name = node.module.rpartition(".")
+                if package.startswith("tests") and name.startswith("test_"):
+                    offenders.append(f"{module.relative_to(TESTS)} imports {node.module}")
+    assert not offenders, "\n".join(offenders)

@@ -498,7 +498,8 @@ def is_event_stream(response: httpx.Response) -> bool:
 
 
 def _media_type(response: httpx.Response) -> str:
-    return response.headers.get("content-type", "").partition(";")[0]
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0]
 
 
 async def _read_limited(endpoint: str, response: httpx.Response, limit: int) -> bytes:

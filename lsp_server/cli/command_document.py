@@ -15,10 +15,10 @@ from pathlib import Path
 
 from lsp_server.cli.exit_codes import UsageError
 from lsp_server.config.model import Config, Role
+from lsp_server.config.model_names import pinned_endpoint
 from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused
 from lsp_server.progress import StderrProgress
-from lsp_server.routing.model_names import pinned_endpoint
 from lsp_server.suggest.languages import LANGUAGE_BY_SUFFIX
 
 COMMAND_MIN_DEADLINE_MS = 20_000

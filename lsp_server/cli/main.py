@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.log_level)
     try:
         config = load_config(args.config)
-        return args.run(args, config)
+        exit_code: int = args.run(args, config)
+        return exit_code
     except (ConfigError, UsageError) as error:
         print(f"gateway-ls: {error}", file=sys.stderr)
         return EXIT_USAGE

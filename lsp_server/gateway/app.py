@@ -30,7 +30,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lsp_server.backends.base import CompletionRequest, Usage, estimate_tokens
-from lsp_server.config.model_names import SERVER_MODEL
+from lsp_server.config.model import BudgetPeriod
+from lsp_server.config.model_names import SERVER_MODEL, listed_models, pinned_endpoint
 from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused
 from lsp_server.gateway.chat_completions import (
@@ -44,12 +45,11 @@ from lsp_server.gateway.chat_completions import (
 from lsp_server.gateway.client_tokens import ClientTokens
 from lsp_server.gateway.edit_completions import EditCompletions
 from lsp_server.gateway.errors import openai_error
-from lsp_server.gateway.event_feed import EventFeed, event_stream
+from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from lsp_server.gateway.metering import Admit, Meter, Metering
 from lsp_server.gateway.metrics import GatewayMetrics
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     CompletionBody,
     GatewayError,
     ResponseIds,
@@ -57,7 +57,6 @@ from lsp_server.gateway.openai_wire import (
     completion_response,
     parse_completion_body,
     parse_json_object,
-    sse_event,
     usage_body,
     usage_chunk,
 )
@@ -73,15 +72,14 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
-from lsp_server.limits.quota import utc_now
+from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
-from lsp_server.routing.model_names import listed_models, pinned_endpoint
-from lsp_server.suggest.client_request import client_completion
 from lsp_server.suggest.service import Suggestion
 
 SENSITIVE_HEADER = "x-gateway-ls-sensitive"
 PATH_HEADER = "x-gateway-ls-path"
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+_PERIODS: dict[str, BudgetPeriod] = {"day": "day", "month": "month"}
 
 
 def create_app(
@@ -90,7 +88,7 @@ def create_app(
     """`clients`: the accepted bearer tokens; None or none at all: no token is asked for.
     `metrics`: what `GET /metrics` serves (made here when not given)."""
     metrics = metrics or GatewayMetrics(lambda: engine.router.status()["endpoints"])
-    admit = Admit(engine.limits, metrics.observe)
+    admit = Admit(engine, metrics.observe)
     gateway = _Gateway(engine, clients, admit)
     return Starlette(
         routes=[
@@ -99,12 +97,12 @@ def create_app(
             Route("/v1/edit/completions", gateway.edits.mercury, methods=["POST"]),
             Route(
                 "/v1/chat/completions",
-                ChatCompletions(engine.chats, _origin, admit).handle,
+                ChatCompletions(engine, _origin, admit).handle,
                 methods=["POST"],
             ),
             Route(
                 "/v1/responses",
-                Responses(engine.chats, engine.pass_through, _origin, admit).handle,
+                Responses(engine, _origin, admit).handle,
                 methods=["POST"],
             ),
             Route("/v1/gateway-ls/status", gateway.status, methods=["GET"]),
@@ -134,7 +132,7 @@ class _Gateway:
         self.engine = engine
         self.router = engine.router
         self.clients = clients
-        self.edits = EditCompletions(engine.next_edits, _origin, self._edit_pinned)
+        self.edits = EditCompletions(engine, _origin, self._edit_pinned, admit)
         self.admit = admit
 
     # -- small routes ---------------------------------------------------------------------
@@ -157,14 +155,10 @@ class _Gateway:
     async def usage(self, request: Request) -> Response:
         """Spend and tokens per client and endpoint in the current UTC day or month
         (`?period=day|month`), from the usage ledger."""
-        period = request.query_params.get("period", "day")
-        if period not in ("day", "month"):
+        period = _PERIODS.get(request.query_params.get("period", "day"))
+        if period is None:
             raise GatewayError(400, "period is day or month", param="period")
-        now = utc_now()
-        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        if period == "month":
-            start = start.replace(day=1)
-        return JSONResponse({"period": period, **await self.engine.limits.usage(start)})
+        return JSONResponse({"period": period, **await self.engine.limits.usage(period)})
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -180,9 +174,10 @@ class _Gateway:
         except Refused as refused:
             raise openai_error(refused) from None
         origin = _origin(request)
-        completion = _completion_request(body, origin.uri)
+        completion = self._completion_request(body, origin.uri)
         meter = await self.admit(
             request,
+            client=origin.client,
             operation="text_completion",
             task_class="inline",
             prompt_chars=len(completion.prefix) + len(completion.suffix),
@@ -253,6 +248,24 @@ class _Gateway:
                 feed.stop()
 
         return feed.response(events(), {ENDPOINT_HEADER: model})
+
+    def _completion_request(self, body: CompletionBody, uri: str) -> CompletionRequest:
+        """The core's request for a completion body: FIM markers inside a prompt without a
+        `suffix` are the client's way of sending one (Zed's edit predictions)."""
+        prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
+        if body.suffix is None:
+            parts = split_fim_prompt(body.prompt)
+            if parts is not None:
+                prefix, suffix, has_suffix = parts.prefix, parts.suffix, True
+        return self.engine.suggestions.client_request(
+            prefix=prefix,
+            suffix=suffix,
+            has_suffix=has_suffix,
+            max_tokens=body.max_tokens,
+            stop=body.stop,
+            temperature=body.temperature,
+            path=None if uri == DEFAULT_URI else uri,
+        )
 
     async def _complete(
         self,
@@ -343,25 +356,6 @@ def _completion_ending(answer: _CompletionAnswer, include_usage: bool) -> list[b
             sse_event(usage_chunk(answer.ids, answer.model, "text_completion", answer.usage))
         )
     return [*events, SSE_DONE]
-
-
-def _completion_request(body: CompletionBody, uri: str) -> CompletionRequest:
-    """The core's request for a completion body: FIM markers inside a prompt without a
-    `suffix` are the client's way of sending one (Zed's edit predictions)."""
-    prefix, suffix, has_suffix = body.prompt, body.suffix or "", body.suffix is not None
-    if body.suffix is None:
-        parts = split_fim_prompt(body.prompt)
-        if parts is not None:
-            prefix, suffix, has_suffix = parts.prefix, parts.suffix, True
-    return client_completion(
-        prefix=prefix,
-        suffix=suffix,
-        has_suffix=has_suffix,
-        max_tokens=body.max_tokens,
-        stop=body.stop,
-        temperature=body.temperature,
-        path=None if uri == DEFAULT_URI else uri,
-    )
 
 
 def _usage_of(

@@ -23,26 +23,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
-from lsp_server.chat.service import ChatService
+from lsp_server.config.model_names import TASK_CLASSES
+from lsp_server.core.engine import Engine
 from lsp_server.failures import RouteFailed
 from lsp_server.gateway.errors import CORE_FAILURES, openai_error
 from lsp_server.gateway.event_feed import EventFeed
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     ChatBody,
     ResponseIds,
     chat_chunk,
     chat_response,
     parse_chat_body,
     parse_json_object,
-    sse_event,
     tool_call_delta,
     usage_body,
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.routing.chat_route import TASK_CLASSES
+from lsp_server.gateway.sse import SSE_DONE, sse_event
 from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
@@ -58,7 +57,10 @@ DEFAULT_URI = "gateway:request"  # the origin of a request that names no file
 @dataclass(frozen=True, slots=True)
 class Origin:
     """What the client says of the request's origin: a file path, and whether it is sensitive;
-    and who the client is (its token's name; empty when the gateway asks for no token)."""
+    and who the client is (the name the bearer check gave it; empty when the gateway asks for
+    no token). Every generation route hands `client` to the core's admission (limits, budget,
+    ledger); chat and Responses hand it to the chat service too, which judges a client's
+    earlier turns once."""
 
     uri: str
     sensitive: bool
@@ -121,9 +123,12 @@ def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
     )
 
 
-async def admit_chat(admit: Admit, request: Request, body: ChatBody, chat: ChatRequest) -> Meter:
+async def admit_chat(
+    admit: Admit, request: Request, origin: Origin, body: ChatBody, chat: ChatRequest
+) -> Meter:
     return await admit(
         request,
+        client=origin.client,
         operation="chat",
         task_class=task_class(body.model),
         prompt_chars=prompt_chars(chat),
@@ -156,8 +161,8 @@ async def start_chat_feed(
 class ChatCompletions:
     """The `/v1/chat/completions` route over the core's chat service."""
 
-    def __init__(self, chats: ChatService, origin_of: OriginOf, admit: Admit) -> None:
-        self.chats = chats
+    def __init__(self, engine: Engine, origin_of: OriginOf, admit: Admit) -> None:
+        self.chats = engine.chats
         self.origin_of = origin_of
         self.admit = admit
 
@@ -165,7 +170,7 @@ class ChatCompletions:
         body = parse_chat_body(parse_json_object(await read_body(request)))
         chat = chat_request(body)
         origin = self.origin_of(request)
-        meter = await admit_chat(self.admit, request, body, chat)
+        meter = await admit_chat(self.admit, request, origin, body, chat)
         if body.stream:
             return await self._stream(request, body, chat, origin, meter)
         try:

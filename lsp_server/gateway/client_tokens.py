@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_server.config.loader import CLIENT_NAME, ConfigError
+from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import GatewayConfig
+from lsp_server.config.validation import CLIENT_NAME
 
 log = logging.getLogger(__name__)
 

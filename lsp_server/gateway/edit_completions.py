@@ -10,6 +10,10 @@ with no edit, the region unchanged (Mercury's own "no change" answer).
 A Zeta prompt on `POST /v1/completions` (Zed's `open_ai_compatible_api` provider with
 `prompt_format: "zeta"`) is read the same way and answered in the completions shape, the
 region between Zeta's markers in `choices[0].text`, which Zed reads back.
+
+Both are metered as every generation route is (`metering.Admit`): admitted for the client's
+prompt and the most tokens the rewritten region may take, charged with what the answering
+endpoint used.
 """
 
 from __future__ import annotations
@@ -21,11 +25,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatMessage, estimate_tokens
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.chat_completions import DEFAULT_URI, ENDPOINT_HEADER, REASON_HEADER, Origin
 from lsp_server.gateway.errors import openai_error
-from lsp_server.gateway.event_feed import event_stream
+from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import (
-    SSE_DONE,
     CompletionBody,
     GatewayError,
     ResponseIds,
@@ -35,29 +39,32 @@ from lsp_server.gateway.openai_wire import (
     completion_response,
     parse_chat_body,
     parse_json_object,
-    sse_event,
     usage_body,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
+from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.nextedit.mercury_format import MalformedPrompt, parse_mercury_prompt
 from lsp_server.nextedit.request import EditRequest
-from lsp_server.nextedit.service import NextEdit, NextEditService
+from lsp_server.nextedit.service import NextEdit
 from lsp_server.nextedit.zeta_format import parse_zeta_prompt, zeta_answer
 
 EDIT_MODEL = "gateway-ls"
+EDIT_TASK_CLASS = "edit"  # the metrics' and ledger's name for next-edit requests
 
 
 class EditCompletions:
     def __init__(
         self,
-        service: NextEditService,
+        engine: Engine,
         origin: Callable[[Request], Origin],
         pinned: Callable[[str], str | None],
+        admit: Admit,
     ) -> None:
         """`pinned` names the endpoint a `model` names (None: route automatically)."""
-        self._service = service
+        self._service = engine.next_edits
         self._origin = origin
         self._pinned = pinned
+        self._admit = admit
 
     async def mercury(self, request: Request) -> Response:
         body = parse_chat_body(parse_json_object(await read_body(request)))
@@ -70,11 +77,14 @@ class EditCompletions:
             raise GatewayError(400, f"not a next-edit prompt: {error}", param="messages") from None
         origin = self._origin(request)
         edit_request = _located(parsed, origin, mercury_messages=body.messages)
+        sent = sum(len(m.content) for m in body.messages)
+        meter = await self._metered(request, origin, "chat", sent, edit_request)
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         content = f"```\n{_region_after(edit, edit_request)}\n```"
         ids = ResponseIds.new("chatcmpl")
         model = body.model or EDIT_MODEL
         usage = _usage(edit_request, content)
+        _charge(meter, edit, sent)
         headers = _headers(edit)
         if not body.stream:
             return JSONResponse(chat_response(ids, model, content, "stop", usage), headers=headers)
@@ -94,11 +104,15 @@ class EditCompletions:
             raise GatewayError(400, str(error), param="prompt") from None
         origin = self._origin(request)
         edit_request = _located(parsed, origin)
+        meter = await self._metered(
+            request, origin, "text_completion", len(body.prompt), edit_request
+        )
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
         text = zeta_answer(_region_after(edit, edit_request))
         ids = ResponseIds.new("cmpl")
         model = body.model or EDIT_MODEL
         usage = _usage(edit_request, text)
+        _charge(meter, edit, len(body.prompt))
         headers = _headers(edit)
         if not body.stream:
             return JSONResponse(
@@ -111,6 +125,24 @@ class EditCompletions:
             yield SSE_DONE
 
         return event_stream(events(), headers)
+
+    async def _metered(
+        self,
+        request: Request,
+        origin: Origin,
+        operation: str,
+        sent_chars: int,
+        edit_request: EditRequest,
+    ) -> Meter:
+        """Admit the request for what the client sent and the most the answer may take."""
+        return await self._admit(
+            request,
+            client=origin.client,
+            operation=operation,
+            task_class=EDIT_TASK_CLASS,
+            prompt_chars=sent_chars,
+            max_tokens=edit_request.answer_cap,
+        )
 
     async def _answer(self, request: EditRequest, origin: Origin, model: str) -> NextEdit:
         edit = await self._service.answer(
@@ -140,6 +172,19 @@ def _region_after(edit: NextEdit, request: EditRequest) -> str:
 
 def _usage(request: EditRequest, answer: str) -> dict[str, int]:
     return usage_body(estimate_tokens(len(request.text)), estimate_tokens(len(answer)))
+
+
+def _charge(meter: Meter, edit: NextEdit, sent_chars: int) -> None:
+    """Tell the meter what the answering endpoint used: its own counts when it reported
+    them, else the client's prompt and the answer's tokens estimated. Nothing answered in
+    time: nothing is charged."""
+    if edit.endpoint is None:
+        return
+    usage = edit.usage
+    if usage is not None and usage.reported:
+        meter.answered(edit.endpoint, usage.prompt_tokens, usage.completion_tokens, reported=True)
+        return
+    meter.answered(edit.endpoint, estimate_tokens(sent_chars), edit.tokens, reported=False)
 
 
 def _headers(edit: NextEdit) -> dict[str, str]:

@@ -18,6 +18,7 @@ from starlette.responses import StreamingResponse
 
 from lsp_server.gateway.metering import meter_of
 from lsp_server.gateway.plumbing import cancel_on_disconnect
+from lsp_server.gateway.sse import event_stream
 
 E = TypeVar("E")  # a streamed piece: text, or a tool call's delta
 T = TypeVar("T")  # what the call returns once it ends
@@ -88,15 +89,3 @@ class EventFeed(Generic[E, T]):
             self.stop()  # the client left, possibly before the stream started
 
         return event_stream(events, headers, background=BackgroundTask(stop_upstream))
-
-
-def event_stream(
-    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
-) -> StreamingResponse:
-    """Server-sent events, not cached or buffered on the way."""
-    return StreamingResponse(
-        events,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
-        background=background,
-    )

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lsp_server.backends.base import estimate_tokens
+from lsp_server.core.engine import Engine
 from lsp_server.gateway.openai_wire import GatewayError
-from lsp_server.gateway.plumbing import CLIENT_KEY
-from lsp_server.limits.limiter import Admission, Demand, Limiter
+from lsp_server.limits.limiter import Admission, Demand
 from lsp_server.limits.quota import LimitKind, Spent, Window
 
 METER_KEY = "gateway_ls_meter"
@@ -35,13 +35,13 @@ class Meter:
 
     def __init__(
         self,
-        limiter: Limiter,
+        engine: Engine,
         admission: Admission,
         demand: Demand,
         operation: str,
         observe: Callable[[Meter], None],
     ) -> None:
-        self.limiter = limiter
+        self.engine = engine
         self.admission = admission
         self.demand = demand
         self.operation = operation  # "text_completion" | "chat", as OpenTelemetry names them
@@ -96,7 +96,7 @@ class Meter:
         lease = self.admission.lease
         if lease is not None:
             latency = time.monotonic() - self.started
-            self.cost_micros = self.limiter.settle(lease, self.spent, latency)
+            self.cost_micros = self.engine.limits.settle(lease, self.spent, latency)
         self._observe(self)
 
     def finished_s(self) -> float:
@@ -141,10 +141,6 @@ def duration_text(seconds: float) -> str:
     return f"{round(rest, 3):g}s"
 
 
-def client_of(request: Request) -> str:
-    return request.scope.get("state", {}).get(CLIENT_KEY) or ANONYMOUS
-
-
 def meter_of(request: Request) -> Meter | None:
     meter = request.scope.get("state", {}).get(METER_KEY)
     return meter if isinstance(meter, Meter) else None
@@ -153,26 +149,29 @@ def meter_of(request: Request) -> Meter | None:
 class Admit:
     """The one call every generation route makes before it asks anything upstream."""
 
-    def __init__(self, limiter: Limiter, observe: Callable[[Meter], None]) -> None:
-        self.limiter = limiter
+    def __init__(self, engine: Engine, observe: Callable[[Meter], None]) -> None:
+        """`engine`: whose limiter admits and settles; `observe`: told of each ended request."""
+        self.engine = engine
         self.observe = observe
 
     async def __call__(
         self,
         request: Request,
         *,
+        client: str,
         operation: str,
         task_class: str,
         prompt_chars: int,
         max_tokens: int | None,
     ) -> Meter:
-        """Admit the request for its client, or raise the 429 (or 503) that says why not.
+        """Admit the request for `client` (the name the bearer check gave it, empty when the
+        gateway asks for no token), or raise the 429 (or 503) that says why not.
 
         `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
         """
-        demand = Demand(client_of(request), prompt_chars, max_tokens, task_class)
-        admission = await self.limiter.admit(demand)
-        meter = Meter(self.limiter, admission, demand, operation, self.observe)
+        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class)
+        admission = await self.engine.limits.admit(demand)
+        meter = Meter(self.engine, admission, demand, operation, self.observe)
         request.scope.setdefault("state", {})[METER_KEY] = meter
         if admission.refused is not None:
             raise refusal(admission, demand.client)

@@ -449,11 +449,3 @@ def tool_call_delta(piece: ToolCallDelta) -> dict[str, Any]:
     else:
         call["function"] = {"arguments": piece.arguments}
     return {"tool_calls": [call]}
-
-
-def sse_event(payload: dict[str, Any] | str) -> bytes:
-    data = payload.encode() if isinstance(payload, str) else json_codec.dumps(payload)
-    return b"data: %s\n\n" % data
-
-
-SSE_DONE = sse_event("[DONE]")

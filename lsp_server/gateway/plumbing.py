@@ -35,7 +35,8 @@ class ClientGone(Exception):
 class BearerAuth:
     """ASGI middleware: with client tokens configured, every request needs
     `Authorization: Bearer <token>`; each accepted request is counted for its client, whose
-    name the request carries on (`CLIENT_KEY` in the scope's state) to the limits.
+    name the request carries on (`CLIENT_KEY` in the scope's state) to the routes, which hand
+    it to the core with the request's `Origin`.
     `public_metrics` says whether `/metrics` is open to anyone."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """`POST /v1/responses`: the Responses API (Codex CLI, the OpenAI Agents SDK) on the chat path.
 
-A request is translated into a chat completion (`responses_wire`), judged, planned and asked
+A request is translated into a chat completion (`responses_request`), judged, planned and asked
 exactly as `/v1/chat/completions` asks it: the same task classes, privacy verdict, breakers,
 statistics and decision log. The chat's text and tool-call pieces come back as Responses
 events, or as one response object when not streamed.
@@ -23,11 +23,11 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from lsp_server.backends.base import ChatRequest, ToolCallDelta
-from lsp_server.chat.pass_through import PassedThrough, PassThrough
-from lsp_server.chat.service import ChatService
+from lsp_server.chat.pass_through import PassedThrough
+from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused, RouteFailed
 from lsp_server.gateway.chat_completions import (
     ENDPOINT_HEADER,
@@ -52,12 +52,9 @@ from lsp_server.gateway.errors import (
 from lsp_server.gateway.metering import Admit, Meter
 from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_json_object
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.gateway.responses_wire import (
-    ResponsesRequest,
-    ResponseStream,
-    parse_responses_body,
-    sse_event,
-)
+from lsp_server.gateway.responses_request import ResponsesRequest, parse_responses_body
+from lsp_server.gateway.responses_stream import ResponseStream
+from lsp_server.gateway.sse import event_stream, named_sse_event
 from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
@@ -68,11 +65,9 @@ _CONVERSATION_FIELDS = frozenset({"input", "instructions"})
 class Responses:
     """The `/v1/responses` route over the core's chat service."""
 
-    def __init__(
-        self, chats: ChatService, pass_through: PassThrough, origin_of: OriginOf, admit: Admit
-    ) -> None:
-        self.chats = chats
-        self.pass_through = pass_through
+    def __init__(self, engine: Engine, origin_of: OriginOf, admit: Admit) -> None:
+        self.chats = engine.chats
+        self.pass_through = engine.pass_through
         self.origin_of = origin_of
         self.admit = admit
 
@@ -82,7 +77,7 @@ class Responses:
         body = parse_chat_body(translated.chat)
         chat = chat_request(body)
         origin = self.origin_of(request)
-        meter = await admit_chat(self.admit, request, body, chat)
+        meter = await admit_chat(self.admit, request, origin, body, chat)
         # What else the client sent (tool descriptions, metadata, hosted-tool settings) goes
         # upstream as it is on a pass-through: the chat service judges it with the conversation.
         others = _strings({k: v for k, v in payload.items() if k not in _CONVERSATION_FIELDS})
@@ -165,7 +160,7 @@ class Responses:
         async def events() -> AsyncIterator[bytes]:
             try:
                 for event in answer.opening():
-                    yield sse_event(event)
+                    yield named_sse_event(event)
                 async for piece in feed.events():
                     if isinstance(piece, ToolCallDelta):
                         out = answer.tool_call(
@@ -177,12 +172,12 @@ class Responses:
                     else:
                         out = answer.text(piece)
                     for event in out:
-                        yield sse_event(event)
+                        yield named_sse_event(event)
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
                     for event in answer.fail(*responses_failure(failed)):
-                        yield sse_event(event)
+                        yield named_sse_event(event)
                     return
                 answer.model = routed.endpoint
                 charge(meter, routed, chat)
@@ -191,7 +186,7 @@ class Responses:
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
                 )
                 for event in ending:
-                    yield sse_event(event)
+                    yield named_sse_event(event)
             finally:
                 feed.stop()
 
@@ -225,7 +220,7 @@ class Responses:
                 async for event in _after(first, events):
                     if event.get("type") == "response.output_text.delta":
                         meter.streamed(str(event.get("delta", "")))
-                    yield sse_event(event)
+                    yield named_sse_event(event)
                     sent += 1
                     if event.get("type") in ("response.completed", "response.incomplete"):
                         _charge(meter, passed.endpoint, event.get("response"))
@@ -234,11 +229,11 @@ class Responses:
                 answer = ResponseStream(translated.echo)
                 answer.model = passed.endpoint
                 ending = answer.fail(responses_code(failed.last), str(failed))
-                yield sse_event({**ending[-1], "sequence_number": sent})
+                yield named_sse_event({**ending[-1], "sequence_number": sent})
             finally:
                 await events.aclose()
 
-        return _event_stream(stream(), headers)
+        return event_stream(stream(), headers)
 
 
 async def _after(
@@ -287,14 +282,6 @@ def _failed_stream(echo: dict[str, Any], model: str, code: str, message: str) ->
 
     async def failed() -> AsyncIterator[bytes]:
         for event in events:
-            yield sse_event(event)
+            yield named_sse_event(event)
 
-    return _event_stream(failed(), {ENDPOINT_HEADER: model})
-
-
-def _event_stream(events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
-    return StreamingResponse(
-        events,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
-    )
+    return event_stream(failed(), {ENDPOINT_HEADER: model})

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lsp_server.config.model import Config, Limits, Price
+from lsp_server.config.model import BudgetPeriod, Config, Limits, Price
 from lsp_server.limits.ledger import LocalLedger, UsageEntry, now_ms, summarize
 from lsp_server.limits.local_store import LocalStore
 from lsp_server.limits.quota import (
@@ -34,6 +34,7 @@ from lsp_server.limits.quota import (
     micros,
     period_end,
     period_key,
+    period_start,
     reserve_tokens,
     utc_now,
 )
@@ -177,9 +178,10 @@ class Limiter:
 
     # -- the ledger ------------------------------------------------------------------------
 
-    async def usage(self, since: dt.datetime) -> dict[str, object]:
-        """Spend and tokens per client and endpoint since `since`, from the shared ledger when
-        there is one (else this process's own entries)."""
+    async def usage(self, period: BudgetPeriod) -> dict[str, object]:
+        """Spend and tokens per client and endpoint in the current UTC day or month, from the
+        shared ledger when there is one (else this process's own entries)."""
+        since = period_start(period, utc_now())
         since_ms = int(since.timestamp() * 1000)
         source = "local"
         entries: list[UsageEntry] | None = None

@@ -88,12 +88,17 @@ def period_key(period: BudgetPeriod, now: dt.datetime) -> str:
     return now.strftime("%Y-%m-%d" if period == "day" else "%Y-%m")
 
 
+def period_start(period: BudgetPeriod, now: dt.datetime) -> dt.datetime:
+    """The first instant (UTC) of the period `now` is in."""
+    start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return start if period == "day" else start.replace(day=1)
+
+
 def period_end(period: BudgetPeriod, now: dt.datetime) -> dt.datetime:
     """The first instant (UTC) of the next period."""
-    start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = period_start(period, now)
     if period == "day":
         return start + dt.timedelta(days=1)
-    start = start.replace(day=1)
     return (
         start.replace(year=start.year + 1, month=1)
         if start.month == 12

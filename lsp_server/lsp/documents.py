@@ -13,8 +13,10 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument, Workspace
 
 _LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -108,4 +110,11 @@ def position_at(document: TextDocument, offset: int) -> types.Position:
 
 def client_units(document: TextDocument, text: str) -> int:
     """How many code units `text` takes in the negotiated position encoding."""
-    return document.position_codec.client_num_units(text)
+    units: int = document.position_codec.client_num_units(text)
+    return units
+
+
+def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
+    """The open document for `uri`; pygls keys them by the percent-decoded URI."""
+    document: TextDocument | None = ls.workspace.text_documents.get(unquote(uri))
+    return document

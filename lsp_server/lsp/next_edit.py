@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lsp_server.lsp.documents import offset_at, position_at
+from lsp_server.lsp.documents import offset_at, open_document, position_at
 
 if TYPE_CHECKING:
     from lsp_server.lsp.server import GatewayServer
@@ -70,8 +70,6 @@ def register_next_edit(server: GatewayServer) -> None:
 async def next_edit_at(
     ls: GatewayServer, uri: str, version: object, position: types.Position
 ) -> dict[str, Any]:
-    from lsp_server.lsp.server import open_document
-
     document = open_document(ls, uri)
     if document is None or (isinstance(version, int) and document.version != version):
         return NO_EDITS

@@ -4,7 +4,8 @@ Inline completion and completion both ask the core's suggestion service; code ac
 `gatewayLs.*` commands go to its refactor service and router. A newer request of the same kind
 (inline completion, completion) for a document supersedes the one in flight; the two kinds are
 independent, as editors that show both send both for one keystroke. `$/cancelRequest` stops the
-backend calls at once.
+backend calls at once. The refactor command, the completion items and the local model's loading
+progress are modules of their own beside this one.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import re
-import uuid
 from collections.abc import AsyncIterator, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
@@ -27,17 +25,19 @@ from pygls.workspace import TextDocument
 
 from lsp_server import __version__
 from lsp_server.backends.factory import preparing_remote_backends
-from lsp_server.backends.local_model import LocalState
 from lsp_server.config.editor_settings import RefusedSetting, Settings
 from lsp_server.config.loader import ConfigError, missing_api_keys
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
+from lsp_server.lsp.client_capabilities import client_expands_snippets
 from lsp_server.lsp.client_log import ClientLog
+from lsp_server.lsp.completion_items import completion_item
 from lsp_server.lsp.cursor_report import NOTIFY_CURSOR, parse_cursor_report
-from lsp_server.lsp.documents import client_units, offset_at, position_at
+from lsp_server.lsp.documents import offset_at, open_document
+from lsp_server.lsp.model_progress import ModelProgress
 from lsp_server.lsp.next_edit import register_next_edit
 from lsp_server.lsp.protocol import GatewayProtocol
-from lsp_server.progress import StderrProgress
+from lsp_server.lsp.refactor_command import CMD_REFACTOR, refactor_actions, run_refactor_command
 from lsp_server.reasons import Reason
 
 if TYPE_CHECKING:
@@ -53,16 +53,12 @@ log = logging.getLogger(__name__)
 ENGINE_MODULE = "lsp_server.core.engine"
 
 SETTINGS_KEY = "gatewayLs"
-CMD_REFACTOR = "gatewayLs.refactor"
 CMD_SET_OFFLINE = "gatewayLs.setOffline"
 CMD_STATUS = "gatewayLs.status"
-REFACTOR_ACTION_TITLE = "Refactor with reasoning model…"
 OFFLINE_MODES = ("auto", "always", "never")
 # A read-ahead is done again once the context store has gathered, within this long.
 GATHERING_WAIT_S = 10.0
 GATHERING_POLL_S = 0.1
-INSTRUCTION_QUESTION_S = 600.0  # a person choosing; a client that never answers lets go then
-_WORD_AT_END = re.compile(r"\w+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +87,7 @@ class GatewayServer(LanguageServer):
         # Where our own clients last reported the cursor, per open document.
         self._cursors: dict[str, types.Position] = {}
         self._reading_after_gathering: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._load_progress_token: str | None = None
         self._publisher: StatusPublisher | None = None
-        self._stderr_progress = StderrProgress()
-        self._last_progress_message = ""
         self.client_log = ClientLog(self)
         self._prepared: asyncio.Future[None] | None = None
 
@@ -137,10 +129,8 @@ class GatewayServer(LanguageServer):
         if self._engine is None:
             from lsp_server.core.engine import Engine
 
-            self._loop = asyncio.get_running_loop()
-            self._engine = Engine.for_process(
-                self.settings.effective, on_model_progress=self._on_model_progress
-            )
+            progress = ModelProgress(self, asyncio.get_running_loop())
+            self._engine = Engine.for_process(self.settings.effective, on_model_progress=progress)
             self.update_workspace_folders()
             for document in list(self.workspace.text_documents.values()):
                 self.note_document(document.uri, "opened")
@@ -402,79 +392,6 @@ class GatewayServer(LanguageServer):
                 types.ShowMessageParams(type=types.MessageType.Warning, message=message)
             )
 
-    def _local_model_failed(self) -> bool:
-        model = self._engine.router.pool.local_model if self._engine is not None else None
-        return model is not None and model.state is LocalState.FAILED
-
-    # -- local model loading progress -----------------------------------------------------
-
-    def _on_model_progress(self, message: str, fraction: float | None) -> None:
-        """Forwards loading progress to stderr (the editor's server log) and, as work-done
-        progress, to the editor's UI."""
-        if self.client_log.attached:
-            if message != self._last_progress_message:
-                self._last_progress_message = message
-                self.client_log.send(types.MessageType.Info, f"gateway-ls: {message}")
-        else:
-            self._stderr_progress(message, fraction)
-        if self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(self._report_model_progress, message, fraction)
-
-    def _report_model_progress(self, message: str, fraction: float | None) -> None:
-        percentage = None if fraction is None else int(fraction * 100)
-        done = fraction is not None and fraction >= 1.0
-        if done and self._local_model_failed():
-            log.error("%s", message)
-            self.window_show_message(
-                types.ShowMessageParams(
-                    type=types.MessageType.Error, message=f"gateway-ls: {message}"
-                )
-            )
-        if not _client_supports_progress(self):
-            return
-        if self._load_progress_token is None:
-            token = f"gateway-ls-model-{uuid.uuid4()}"
-            self._load_progress_token = token
-            self.work_done_progress.create(token)
-            self.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(
-                    title="gateway-ls: loading the local model",
-                    message=message,
-                    percentage=percentage,
-                ),
-            )
-        token = self._load_progress_token
-        if done:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-            self._load_progress_token = None
-        else:
-            self.work_done_progress.report(
-                token, types.WorkDoneProgressReport(message=message, percentage=percentage)
-            )
-
-
-def _client_supports_progress(server: LanguageServer) -> bool:
-    try:
-        window = server.client_capabilities.window
-    except AttributeError:
-        return False
-    return bool(window and window.work_done_progress)
-
-
-def _client_expands_snippets(server: LanguageServer) -> bool:
-    try:
-        item = server.client_capabilities.text_document.completion.completion_item  # type: ignore[union-attr]
-    except AttributeError:  # a capability left out
-        return False
-    return bool(item and item.snippet_support)
-
-
-def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
-    """The open document for `uri`; pygls keys them by the percent-decoded URI."""
-    return ls.workspace.text_documents.get(unquote(uri))
-
 
 def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer:
     server = GatewayServer(config, watch_config=watch_config)
@@ -584,8 +501,8 @@ def register_features(server: GatewayServer) -> None:
         return types.CompletionList(
             is_incomplete=True,
             items=[
-                _completion_item(
-                    document, params.position, suggestion, snippets=_client_expands_snippets(ls)
+                completion_item(
+                    document, params.position, suggestion, snippets=client_expands_snippets(ls)
                 )
             ],
         )
@@ -603,15 +520,7 @@ def register_features(server: GatewayServer) -> None:
         only = params.context.only
         if only and not any(types.CodeActionKind.RefactorRewrite.startswith(k) for k in only):
             return []
-        from lsp_server.refactor.prompt import READY_INSTRUCTIONS  # not needed to start
-
-        target = {"uri": params.text_document.uri, "range": _range_json(selection)}
-        actions = [_refactor_action(REFACTOR_ACTION_TITLE, {**target, "instruction": ""})]
-        for title, instruction in READY_INSTRUCTIONS:
-            actions.append(
-                _refactor_action(f"Refactor: {title}", {**target, "instruction": instruction})
-            )
-        return actions
+        return refactor_actions(params.text_document.uri, selection)
 
     @server.command(CMD_STATUS)
     def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
@@ -636,277 +545,3 @@ def register_features(server: GatewayServer) -> None:
     async def refactor(ls: GatewayServer, *args: Any) -> dict[str, Any]:
         request_id = ls.gateway_protocol.link_current_task()
         return await run_refactor_command(ls, args, request_id=request_id)
-
-
-async def run_refactor_command(
-    ls: GatewayServer, args: tuple[Any, ...], *, request_id: object = None
-) -> dict[str, Any]:
-    """Validate the arguments, run the refactor with progress, apply the edit; never partial.
-
-    `request_id` is the `workspace/executeCommand` request; a cancel from the progress UI
-    cancels it as `$/cancelRequest` would, so that it is answered."""
-    from lsp_server.refactor.service import RefactorFailed
-
-    params = args[0] if args else None
-    if not isinstance(params, Mapping):
-        raise ValueError("gatewayLs.refactor takes one argument: {uri, range, instruction}")
-    uri = params.get("uri")
-    document = open_document(ls, uri) if isinstance(uri, str) else None
-    if document is None:
-        raise ValueError(f"gatewayLs.refactor: document not open: {uri}")
-    selection = _parse_range(params.get("range"))
-    instruction = params.get("instruction") or ""
-    if not isinstance(instruction, str):
-        raise ValueError("gatewayLs.refactor: instruction must be a string")
-    if not instruction.strip():
-        chosen = await ask_instruction(ls)
-        if chosen is None:
-            return {"applied": False, "error": "no instruction chosen"}
-        instruction = chosen
-    version = document.version
-    start, end = offset_at(document, selection.start), offset_at(document, selection.end)
-    progress = RefactorProgress(ls, request_id)
-    progress.begin()
-    try:
-        result = await ls.engine.refactors.refactor(
-            uri=document.uri,
-            text=document.source,
-            start=start,
-            end=end,
-            language=document.language_id or "",
-            instruction=instruction,
-            on_tokens=progress.tokens,
-        )
-    except RefactorFailed as failure:
-        progress.end("failed")
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Error, message=f"gateway-ls: {failure}")
-        )
-        return {"applied": False, "error": str(failure)}
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        raise
-    if document.version != version:
-        progress.end("document changed")
-        message = "gateway-ls: the document changed while the model worked; nothing was applied"
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Warning, message=message)
-        )
-        return {"applied": False, "error": "document changed"}
-    progress.end(f"answered by {result.endpoint}")
-    if not result.edits:
-        message = f"gateway-ls: {result.endpoint} answered with the code unchanged"
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Info, message=message)
-        )
-        return {"applied": False, "endpoint": result.endpoint, "error": "no change"}
-    label = f"gateway-ls: {result.instruction[:60]} (model: {result.endpoint})"
-    edit = types.WorkspaceEdit(
-        document_changes=[
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(
-                    uri=document.uri, version=version
-                ),
-                edits=[
-                    types.TextEdit(
-                        range=types.Range(
-                            start=position_at(document, e.start), end=position_at(document, e.end)
-                        ),
-                        new_text=e.text,
-                    )
-                    for e in result.edits
-                ],
-            )
-        ]
-    )
-    response = await ls.workspace_apply_edit_async(
-        types.ApplyWorkspaceEditParams(edit=edit, label=label)
-    )
-    applied = bool(getattr(response, "applied", False))
-    return {"applied": applied, "endpoint": result.endpoint, "edits": len(result.edits)}
-
-
-async def ask_instruction(ls: GatewayServer) -> str | None:
-    """The instruction for a refactor asked without one (editors with no input box: Neovim,
-    Emacs): the person picks one of the ready instructions; None if they dismiss the question.
-    A client that cannot ask gets the default instruction rather than an empty one."""
-    from lsp_server.refactor.prompt import READY_INSTRUCTIONS
-    from lsp_server.refactor.service import DEFAULT_INSTRUCTION
-
-    titles = {title: instruction for title, instruction in READY_INSTRUCTIONS}
-    question = types.ShowMessageRequestParams(
-        type=types.MessageType.Info,
-        message="gateway-ls: how should the selection be refactored?",
-        actions=[types.MessageActionItem(title=title) for title in titles],
-    )
-    try:
-        choice = await asyncio.wait_for(
-            ls.window_show_message_request_async(question), INSTRUCTION_QUESTION_S
-        )
-    except TimeoutError:
-        return None
-    except Exception as error:  # the client cannot ask: refactor with the default instruction
-        log.info("cannot ask for a refactor instruction (%s); using the default", error)
-        return DEFAULT_INSTRUCTION
-    if choice is None:
-        return None
-    return titles.get(choice.title)
-
-
-class RefactorProgress:
-    """Work-done progress for one refactor, cancellable from the editor's progress UI."""
-
-    def __init__(self, ls: GatewayServer, request_id: object = None) -> None:
-        self._ls = ls
-        self._request_id = request_id
-        self._token: str | None = None
-        self._task = asyncio.current_task()
-        self._last_percentage = -1
-
-    def begin(self) -> None:
-        if not _client_supports_progress(self._ls):
-            return
-        token = self._token = f"gateway-ls-refactor-{uuid.uuid4()}"
-        progress = self._ls.work_done_progress
-        progress.create(token, callback=lambda *_: self._on_created(token))
-        progress.begin(
-            token,
-            types.WorkDoneProgressBegin(
-                title="gateway-ls: refactoring", message="asking the model…", cancellable=True
-            ),
-        )
-        self._cancel_on(progress.tokens.get(token))
-
-    def _on_created(self, token: str) -> None:
-        """pygls files a new cancel future for the token once the client confirms it."""
-        tokens = self._ls.work_done_progress.tokens
-        if self._token != token:  # ended before the client answered
-            tokens.pop(token, None)
-            return
-        self._cancel_on(tokens.get(token))
-
-    def _cancel_on(self, future: Future[Any] | None) -> None:
-        if future is not None:
-            future.add_done_callback(lambda f: self._cancel() if f.cancelled() else None)
-
-    def _cancel(self) -> None:
-        """Stop the refactor; the request is answered as cancelled, as the protocol asks.
-        Cancelling the task alone would leave pygls waiting on it and the editor unanswered."""
-        if self._request_id is not None:
-            self._ls.gateway_protocol.cancel_request(self._request_id)
-        elif self._task is not None:
-            self._task.cancel()
-
-    def tokens(self, received: int, budget: int) -> None:
-        if self._token is None:
-            return
-        percentage = min(99, received * 100 // max(budget, 1))
-        if percentage == self._last_percentage:
-            return
-        self._last_percentage = percentage
-        self._ls.work_done_progress.report(
-            self._token,
-            types.WorkDoneProgressReport(message=f"{received} tokens", percentage=percentage),
-        )
-
-    def end(self, message: str) -> None:
-        if self._token is None:
-            return
-        self._ls.work_done_progress.end(self._token, types.WorkDoneProgressEnd(message=message))
-        self._ls.work_done_progress.tokens.pop(self._token, None)
-        self._token = None
-
-
-def _completion_item(
-    document: TextDocument, position: types.Position, suggestion: Suggestion, *, snippets: bool
-) -> types.CompletionItem:
-    """The suggestion as a completion item that replaces the word being typed, so clients
-    that filter by word (Zed, Neovim) keep showing it while the person types on.
-
-    One line goes as plain text. Several lines go, to a client that expands snippets, as a
-    snippet with every snippet character escaped (the text is inserted as is): such clients
-    insert only the first line of a plain-text item (Neovim 0.12 does), while a snippet is
-    inserted whole, its later lines indented relative to the line it starts on. A client that
-    declares no snippet support (eglot without yasnippet) would insert the escapes too, so it
-    gets plain text with its own indentation, which it inserts whole."""
-    cursor = offset_at(document, position)
-    line_start = document.source.rfind("\n", 0, cursor) + 1
-    word = _WORD_AT_END.search(document.source, line_start, cursor)
-    typed = word.group(0) if word else ""
-    start = types.Position(
-        line=position.line, character=position.character - client_units(document, typed)
-    )
-    new_text = typed + suggestion.text
-    first_line = new_text.strip().splitlines()[0] if new_text.strip() else new_text
-    detail = f"gateway-ls · {suggestion.endpoint or 'cache'}"
-    if not suggestion.from_cache:
-        detail += f" · {suggestion.latency_ms:.0f} ms"
-    multiline = "\n" in new_text
-    as_snippet = multiline and snippets
-    line_text = document.source[line_start:cursor]
-    indent = line_text[: len(line_text) - len(line_text.lstrip())]
-    return types.CompletionItem(
-        label=first_line[:80],
-        kind=types.CompletionItemKind.Text,
-        detail=detail,
-        documentation=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value=f"```\n{new_text}\n```"
-        ),
-        filter_text=new_text,
-        sort_text="0",
-        preselect=True,
-        insert_text_format=(
-            types.InsertTextFormat.Snippet if as_snippet else types.InsertTextFormat.PlainText
-        ),
-        insert_text_mode=_indentation_mode(multiline=multiline, as_snippet=as_snippet),
-        text_edit=types.TextEdit(
-            range=types.Range(start=start, end=position),
-            new_text=_snippet_literal(_relative_to(indent, new_text)) if as_snippet else new_text,
-        ),
-    )
-
-
-def _indentation_mode(*, multiline: bool, as_snippet: bool) -> types.InsertTextMode | None:
-    if not multiline:
-        return None
-    return types.InsertTextMode.AdjustIndentation if as_snippet else types.InsertTextMode.AsIs
-
-
-def _relative_to(indent: str, text: str) -> str:
-    """`text` with `indent` taken off its later lines: with `AdjustIndentation` the client puts
-    the line's own indentation back on each of them (VS Code and Neovim both do)."""
-    first, *rest = text.split("\n")
-    if not indent or not all(line.startswith(indent) or not line.strip() for line in rest):
-        return text
-    return "\n".join([first, *(line[len(indent) :] for line in rest)])
-
-
-def _snippet_literal(text: str) -> str:
-    """`text` as a snippet that inserts exactly `text` (no tabstops, no variables)."""
-    return re.sub(r"([\\$}])", r"\\\1", text)
-
-
-def _refactor_action(title: str, argument: dict[str, Any]) -> types.CodeAction:
-    return types.CodeAction(
-        title=title,
-        kind=types.CodeActionKind.RefactorRewrite,
-        command=types.Command(title=title, command=CMD_REFACTOR, arguments=[argument]),
-    )
-
-
-def _range_json(selection: types.Range) -> dict[str, Any]:
-    return {
-        "start": {"line": selection.start.line, "character": selection.start.character},
-        "end": {"line": selection.end.line, "character": selection.end.character},
-    }
-
-
-def _parse_range(value: Any) -> types.Range:
-    try:
-        start, end = value["start"], value["end"]
-        return types.Range(
-            start=types.Position(line=int(start["line"]), character=int(start["character"])),
-            end=types.Position(line=int(end["line"]), character=int(end["character"])),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise ValueError("gatewayLs.refactor: range must be {start, end} positions") from None

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from lsp_server.backends.base import EditCall, estimate_tokens
+from lsp_server.backends.base import EditCall
 from lsp_server.config.model import EditFormat, EndpointConfig
 from lsp_server.config.providers import edit_format, edit_path
 from lsp_server.nextedit import chat_format, mercury_format, sweep_format, zeta_format
 from lsp_server.nextedit.region import CONTEXT_LINES, context_window
 from lsp_server.nextedit.request import EditRequest
-
-# Room for the rewritten region: twice its own size (it may grow), and a floor for small ones.
-ANSWER_TOKENS_FLOOR = 128
 
 
 def format_of(endpoint: EndpointConfig | None) -> EditFormat:
@@ -21,7 +18,7 @@ def format_of(endpoint: EndpointConfig | None) -> EditFormat:
 def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall:
     form = format_of(endpoint)
     path = "" if endpoint is None else edit_path(endpoint)
-    max_tokens = max(ANSWER_TOKENS_FLOOR, 2 * estimate_tokens(len(request.region_text)))
+    max_tokens = request.answer_cap
     if form == "zeta":
         context = context_window(request.text, request.region, zeta_format.ZETA_CONTEXT_LINES)
         prompt = zeta_format.zeta_prompt(request, context)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lsp_server.backends.base import ChatMessage, ContextChunk
+from lsp_server.backends.base import ChatMessage, ContextChunk, estimate_tokens
+
+# Room for the rewritten region: twice its own size (it may grow), and a floor for small ones.
+ANSWER_TOKENS_FLOOR = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +40,8 @@ class EditRequest:
     @property
     def region_text(self) -> str:
         return self.text[self.region[0] : self.region[1]]
+
+    @property
+    def answer_cap(self) -> int:
+        """The most tokens an endpoint is asked for: what the rewritten region may take."""
+        return max(ANSWER_TOKENS_FLOOR, 2 * estimate_tokens(len(self.region_text)))

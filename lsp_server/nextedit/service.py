@@ -53,6 +53,8 @@ class NextEdit:
     hull: OffsetEdit | None = None
     # Why nothing could have served it, when nothing did: no endpoint, the local model off.
     unavailable: Refused | None = None
+    usage: Usage | None = None  # the answering call's counts
+    tokens: int = 0  # tokens the answer took
 
 
 class NextEditService:
@@ -147,6 +149,8 @@ class NextEditService:
             dropped=dropped,
             hull=hull(edits, request.text) if edits else None,
             unavailable=unavailable,
+            usage=routed.usage,
+            tokens=routed.tokens,
         )
 
     # -- what became of an edit -------------------------------------------------------------

@@ -30,13 +30,12 @@ from collections.abc import Callable
 
 from lsp_server.backends.base import ChatRequest
 from lsp_server.config.model import Config
-from lsp_server.config.model_names import AUTO, AUTOMATIC_MODELS, LOCAL, TASK_CLASSES
+from lsp_server.config.model_names import AUTO, AUTOMATIC_MODELS, LOCAL, TASK_CLASSES, unknown_model
 from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
-from lsp_server.routing.model_names import unknown_model
 from lsp_server.routing.sequential_route import SequentialPlan, capped
 
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart

@@ -20,6 +20,7 @@ from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.router import Routed, Router
 from lsp_server.suggest.cache import CompletionCache
+from lsp_server.suggest.client_request import client_completion
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import build_completion_request
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
@@ -90,6 +91,9 @@ class SuggestionService:
                 uri, request.prefix, request.suffix, suggestion.text, suggestion.endpoint
             )
         return suggestion
+
+    # The request for a prompt and suffix a client sent, shaped as a keystroke's is.
+    client_request = staticmethod(client_completion)
 
     async def complete(
         self,

@@ -18,6 +18,7 @@ from lsp_server.backends.base import (
     Usage,
 )
 from lsp_server.backends.local.backend import LocalBackend
+from lsp_server.backends.local.prompt_steps import STEP_TOKENS
 from lsp_server.config.model import LocalConfig
 from lsp_server.failures import FailureKind
 
@@ -308,6 +309,48 @@ async def test_a_prefill_never_delays_a_request(local_backend: LocalBackend) -> 
     await collect(local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=2))
     assert prefill.stop.is_set()  # told to stop (or never start) when the request came
     await local_backend.wait_idle()
+
+
+@pytest.mark.model
+async def test_a_read_ahead_stopped_by_a_request_keeps_what_it_read(
+    local_backend: LocalBackend,
+) -> None:
+    """Read in steps: the request that stops it reads only the rest, not the whole prompt."""
+    await collect(local_backend, CompletionRequest(prefix=ENDLESS, suffix="", max_tokens=2))
+    request = CompletionRequest(prefix=DOCUMENT * 30, suffix="", max_tokens=2)
+    read_before = local_backend.tokens_read_ahead
+    assert local_backend.prefill(request) is True
+    while local_backend.tokens_read_ahead < read_before + STEP_TOKENS:
+        await asyncio.sleep(0.01)
+
+    await collect(local_backend, request)
+
+    read_ahead = local_backend.tokens_read_ahead - read_before
+    assert local_backend.last_reused_tokens >= min(read_ahead, local_backend.last_prompt_tokens - 1)
+    assert local_backend.last_reused_tokens >= STEP_TOKENS
+
+
+@pytest.mark.model
+async def test_a_cold_prompt_too_long_for_the_deadline_is_cut_and_answers(
+    bundled_model_path: Path,
+) -> None:
+    """A keystroke whose prompt nothing has read ahead reads only what its deadline allows at
+    the model's measured pace, and answers (the generous cap is for a busy test machine)."""
+    config = LocalConfig(
+        model_path=str(bundled_model_path), n_ctx=2048, n_threads=1, window_tokens=0
+    )
+    backend = LocalBackend(config)
+    try:
+        await collect(backend, CompletionRequest(prefix=DOCUMENT * 3, suffix="", max_tokens=2))
+        long_prompt = CompletionRequest(prefix=ENDLESS * 40 + DOCUMENT, suffix="", max_tokens=4)
+
+        answer = await collect(backend, long_prompt)
+
+        assert answer
+        assert backend.last_prompt_tokens < 1000  # of about 1400
+        assert backend.last_prompt_tokens - backend.last_reused_tokens < 1000
+    finally:
+        await backend.aclose()
 
 
 @pytest.mark.model

@@ -14,11 +14,9 @@ from lsp_server.backends.http_common import status_failure_kind
 from lsp_server.failures import EndpointFailure, FailureKind
 from lsp_server.gateway.errors import responses_code
 from lsp_server.gateway.openai_wire import GatewayError
-from lsp_server.gateway.responses_wire import (
-    ResponseStream,
-    parse_responses_body,
-    sse_event,
-)
+from lsp_server.gateway.responses_request import parse_responses_body
+from lsp_server.gateway.responses_stream import ResponseStream
+from lsp_server.gateway.sse import named_sse_event
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 WEATHER_TOOL = {
@@ -483,7 +481,7 @@ def test_a_failure_mid_stream_ends_with_response_failed_and_keeps_what_was_sent(
 
 
 def test_sse_events_are_named_after_their_type() -> None:
-    raw = sse_event({"type": "response.completed", "sequence_number": 3})
+    raw = named_sse_event({"type": "response.completed", "sequence_number": 3})
     assert (
         raw
         == b'event: response.completed\ndata: {"type":"response.completed","sequence_number":3}\n\n'

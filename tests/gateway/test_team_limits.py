@@ -25,15 +25,14 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from lsp_server.limits.shared_store import LEASE_S, LEDGER_KEY
+from lsp_server.limits.shared_store import LEASE_S
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.redis_server import RedisServer
+from tests.support.team_ledger import PRICE, TOKENS, auth, settled
 
-TOKENS = {"ALICE_TOKEN": "alice-secret-1", "BOB_TOKEN": "bob-secret-2", "CI_TOKEN": "ci-secret-3"}
 ROUTING = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n[local]\nenabled = false\n"
-PRICE = "price_per_mtok = { input = 10.0, output = 10.0 }\n"  # 10 micro-dollars a token
 PREFIX = "def add(a, b):\n    "
 SUFFIX = "\n\nprint(add(1, 2))\n"
 
@@ -50,10 +49,6 @@ def team_config(redis_url: str, *servers: FakeLLMServer, limits: str, gateway: s
     return ROUTING + head + endpoints + limits
 
 
-def auth(client: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKENS[client]}"}
-
-
 def complete(gateway: Gateway, client: str) -> httpx.Response:
     return httpx.post(
         f"{gateway.base_url}/completions",
@@ -68,28 +63,6 @@ def chat(gateway: Gateway, client: str, *, model: str = "auto", **fields: object
     return httpx.post(
         f"{gateway.base_url}/chat/completions", json=body, headers=auth(client), timeout=20
     )
-
-
-def ledger(redis_url: str, client: str) -> list[dict[str, str]]:
-    store = redis.Redis.from_url(redis_url)
-    try:
-        entries = [
-            {k.decode(): v.decode() for k, v in fields.items()}
-            for _, fields in store.xrange(LEDGER_KEY)
-        ]
-    finally:
-        store.close()
-    return [e for e in entries if e["client"] == client]
-
-
-def settled(redis_url: str, client: str, count: int, timeout_s: float = 10) -> list[dict]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        entries = ledger(redis_url, client)
-        if len(entries) >= count:
-            return entries
-        time.sleep(0.05)
-    pytest.fail(f"{client}: {len(ledger(redis_url, client))} ledger entries, expected {count}")
 
 
 @pytest.fixture

@@ -13,89 +13,29 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.edit_prompts import (
+    KEY_ENV,
+    REGION,
+    RENAMED,
+    continue_user_message,
+    zed_clean,
+    zeta_prompt,
+)
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.mercury_upstream import finish_the_rename, user_content
 
-KEY_ENV = {"INCEPTION_API_KEY": "test-key"}
-BEFORE = "def scale(amount, factor):\n"
-REGION = "    result = value * factor\n    return result"
-RENAMED = "    result = amount * factor\n    return result"
-AFTER = "\n\nprint(scale(2, 3))"
 # Continue's system prompt opens so (core/nextEdit/constants.ts, MERCURY_SYSTEM_PROMPT); the
 # rest of it is long and reaches the upstream as it came.
 CONTINUE_SYSTEM = (
     "You are Mercury, created by Inception Labs. You are an AI Agent and an expert at coding."
 )
-HISTORY = (
-    "--- scale.py\n+++ scale.py\n@@ -1,3 +1,3 @@\n-def scale(value, factor):\n"
-    "+def scale(amount, factor):\n     result = value * factor\n     return result"
-)
-
-
-def continue_user_message() -> str:
-    """As Continue's template renders it: snippets, the file with the region and cursor, the
-    diff history (core/nextEdit/templating/NextEditPromptEngine.ts, mercuryCoderNextEdit.ts)."""
-    current = (
-        BEFORE
-        + "<|code_to_edit|>\n"
-        + REGION.replace("value", "<|cursor|>value", 1)
-        + "\n<|/code_to_edit|>"
-        + AFTER
-    )
-    snippet = (
-        "<|recently_viewed_code_snippet|>\ncode_snippet_file_path: util.py\n"
-        "def helper():\n    return 1\n<|/recently_viewed_code_snippet|>"
-    )
-    return (
-        f"<|recently_viewed_code_snippets|>\n{snippet}\n<|/recently_viewed_code_snippets|>\n\n"
-        f"<|current_file_content|>\ncurrent_file_path: scale.py\n{current}\n"
-        "<|/current_file_content|>\n\n"
-        f"<|edit_diff_history|>\n{HISTORY}\n<|/edit_diff_history|>\n"
-    )
 
 
 def continue_extract(message: str) -> str:
     """Continue's `MercuryCoderProvider.extractCompletion`."""
     start = message.find("```\n") + len("```\n")
     return message[start : message.rfind("\n```")]
-
-
-def zed_clean(output: str) -> str:
-    """Zed's `clean_zeta1_model_output`, the cursor marker dropped."""
-    content = output.replace("<|user_cursor_is_here|>", "")
-    start = content.find("<|editable_region_start|>")
-    start = 0 if start < 0 else start + len("<|editable_region_start|>")
-    if content[start : start + 1] == "\n":
-        start += 1
-    end = content.find("<|editable_region_end|>")
-    end = len(content) if end < 0 else end
-    if end > 0 and content[end - 1] == "\n":
-        end -= 1
-    return content[start:end]
-
-
-def zeta_prompt() -> str:
-    """As `zeta_prompt::zeta1::format_zeta1_from_input` writes it."""
-    instruction = (
-        "### Instruction:\nYou are a code completion assistant and your task is to analyze user "
-        "edits and then rewrite an excerpt that the user provides, suggesting the appropriate "
-        "edits within the excerpt, taking into account the cursor location.\n\n### User Edits:\n\n"
-    )
-    events = (
-        "User edited scale.py:\n```diff\n@@ -1,3 +1,3 @@\n-def scale(value, factor):\n"
-        "+def scale(amount, factor):\n     result = value * factor\n     return result\n```"
-    )
-    excerpt = (
-        "```scale.py\n<|start_of_file|>\n"
-        + BEFORE
-        + "<|editable_region_start|>\n"
-        + REGION.replace("value", "<|user_cursor_is_here|>value", 1)
-        + "\n<|editable_region_end|>"
-        + AFTER
-        + "\n```"
-    )
-    return instruction + events + "\n\n### User Excerpt:\n\n" + excerpt + "\n\n### Response:\n"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ prefix. The counters below measure how much was reused. `prefill` does that eval
 time, while the model is idle (a document opened or edited), as llama.vim and llama.vscode do:
 the next request pays only for what changed since. A prefill never delays a request: one that
 is queued when a request comes is dropped, one that is running stops within a graph node
-(`prompt_abort`).
+(`prompt_abort`) and keeps the steps it read (`prompt_steps`). A keystroke that finds less of
+its prompt read than it can read in time has its prompt cut to fit (`pace`, `prompt_fit`).
 
 The prompt is written by `prompt`; an editor's suggestion is shaped for a CPU
 (`completion_text`): on a line of indentation alone the prompt ends at the line's start, and a
@@ -57,8 +58,10 @@ from lsp_server.backends.local.completion_text import (
 )
 from lsp_server.backends.local.job import END, Job
 from lsp_server.backends.local.loading import load_failure_message, open_model
+from lsp_server.backends.local.pace import Pace
 from lsp_server.backends.local.prompt import CompletionPrompts
 from lsp_server.backends.local.prompt_abort import PromptAbort
+from lsp_server.backends.local.prompt_steps import STEP_TOKENS, cached_tokens, read_prompt
 from lsp_server.backends.local.tools import (
     handler_messages,
     handler_tool_choice,
@@ -91,11 +94,13 @@ class LocalBackend(LocalModel):
         self._load_future: Future[None] | None = None
         self._model_path: Path | None = None
         self._prompts: CompletionPrompts | None = None  # used on the worker thread only
+        self._pace = Pace()  # how fast the loaded model reads and writes; the worker's
         self._fold_system_prompt = False
         self._chat_template = ""
         self._jobs: set[Job] = set()
         self._prefills: set[Job] = set()
         self.prefills = 0
+        self.tokens_read_ahead = 0
         self._closed = False
         self.tokens_generated = 0
         self.generations = 0
@@ -227,6 +232,7 @@ class LocalBackend(LocalModel):
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
         self._prompts = CompletionPrompts(llm, self._config)
+        self._pace = Pace()
 
     # What the chooser of `model = "auto"` may do (`auto_model.ModelHost`)
 
@@ -283,6 +289,7 @@ class LocalBackend(LocalModel):
             "prompt_tokens": self.last_prompt_tokens,
             "reused_tokens": self.last_reused_tokens,
             "prefills": self.prefills,
+            "read_ahead_tokens": self.tokens_read_ahead,
             "reading_ahead": bool(self._prefills),
         }
         if self._auto is not None:
@@ -455,7 +462,7 @@ class LocalBackend(LocalModel):
         # `local.max_tokens` sizes editor suggestions; a gateway client's explicit ask is honoured.
         cap = request.max_tokens if request.client_max_tokens else self._config.max_tokens
         max_tokens = max(1, min(request.max_tokens, cap, llm.n_ctx() // 2))
-        prompt = self._require_prompts().build(request, max_tokens)
+        prompt = self._prompt_in_time(llm, request, max_tokens)
         if not prompt:
             return
         self._record_prompt(job, list(llm.eval_tokens), prompt)
@@ -464,9 +471,13 @@ class LocalBackend(LocalModel):
             stop.append("\n")
 
         prompt_abort = PromptAbort(llm, job.stop)
+        first_token_at: float | None = None
 
         def after_token(ids: Any, _logits: Any) -> bool:
+            nonlocal first_token_at
             prompt_abort.disarm()
+            if first_token_at is None:
+                first_token_at = time.perf_counter()
             # `ids` holds the prompt and every sampled token but the newest; llama-cpp-python
             # calls this once per token and once more at the end, hence the max().
             self._count_tokens(job, max(job.completion_tokens, len(ids) - len(prompt) + 1))
@@ -474,14 +485,6 @@ class LocalBackend(LocalModel):
 
         from llama_cpp import StoppingCriteriaList
 
-        chunks = llm.create_completion(
-            prompt,
-            max_tokens=max_tokens,
-            temperature=request.temperature,
-            stop=stop,
-            stream=True,
-            stopping_criteria=StoppingCriteriaList([after_token]),
-        )
         unindent = LeadingBlanks(len(indent_to_heal(request)))
         more_lines_s = more_lines_seconds(self._config.deadline_ms)
         lines = LineTime(None if request.client_max_tokens else more_lines_s)
@@ -493,23 +496,61 @@ class LocalBackend(LocalModel):
             return text
 
         with prompt_abort:
+            if len(prompt) - cached_tokens(llm, prompt) > STEP_TOKENS:
+                # Read in steps first: a request stopped by its deadline keeps what it read.
+                read_prompt(llm, prompt, job.stop, self._pace.read)
+                if job.stop.is_set():
+                    return
+            chunks = llm.create_completion(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=request.temperature,
+                stop=stop,
+                stream=True,
+                stopping_criteria=StoppingCriteriaList([after_token]),
+            )
             self._pump(job, chunks, text_of)
+        if first_token_at is not None:
+            self._pace.wrote(job.completion_tokens - 1, time.perf_counter() - first_token_at)
+
+    def _prompt_in_time(self, llm: Llama, request: CompletionRequest, max_tokens: int) -> list[int]:
+        """The prompt for `request`; when the KV cache lacks more of it than can be read
+        within `local.deadline_ms` at the model's pace, one cut to fit (`prompt_fit`).
+        A gateway client's explicit `max_tokens` asks for its prompt as sent."""
+        prompts = self._require_prompts()
+        prompt = prompts.build(request, max_tokens)
+        if not prompt or request.client_max_tokens:
+            return prompt
+        affordable = self._pace.affordable_tokens(self._config.deadline_ms)
+        cached = cached_tokens(llm, prompt)
+        if affordable is None or len(prompt) - cached <= affordable:
+            return prompt
+        fitted = prompts.fit(prompt, cached, affordable)
+        log.debug(
+            "local prompt: %d tokens, %d read ahead, %d more fit the deadline: %d tokens",
+            len(prompt),
+            cached,
+            affordable,
+            len(fitted),
+        )
+        return fitted
 
     def _run_prefill(self, job: Job, request: CompletionRequest) -> None:
-        """The prompt a completion at this position would evaluate, and one token: the next
-        request finds it in the KV cache."""
+        """The prompt a completion at this position would evaluate: the next request finds it
+        in the KV cache, all of it or as many steps as were read before it came."""
         llm = self._require_model()
         max_tokens = max(1, min(request.max_tokens, self._config.max_tokens, llm.n_ctx() // 2))
         prompt = self._require_prompts().build(request, max_tokens)
         if not prompt:
             return
         self.prefills += 1
-        chunks: Any = llm.create_completion(prompt, max_tokens=1, temperature=0.0, stream=True)
+
+        def on_step(tokens: int, seconds: float) -> None:
+            self.tokens_read_ahead += tokens
+            self._pace.read(tokens, seconds)
+
         with PromptAbort(llm, job.stop):
-            for _chunk in chunks:
-                if job.stop.is_set():
-                    break
-            chunks.close()
+            read_prompt(llm, prompt, job.stop, on_step)
 
     def _run_chat(self, job: Job, request: ChatRequest) -> None:
         llm = self._require_model()

@@ -62,12 +62,11 @@ def _send_native_logs_to_logging(llama_cpp: ModuleType) -> None:
     if _log_bridge is not None:
         return
 
-    @llama_cpp.llama_log_callback
-    def bridge(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+    def forward(_level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
         _native_log.debug("%s", text.decode("utf-8", "replace").rstrip())
 
-    _log_bridge = bridge
-    llama_cpp.llama_log_set(bridge, ctypes.c_void_p(0))
+    _log_bridge = llama_cpp.llama_log_callback(forward)
+    llama_cpp.llama_log_set(_log_bridge, ctypes.c_void_p(0))
 
 
 _DEFAULT_PARAMS_LOCK = threading.Lock()

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lsp_server.backends.base import CompletionRequest, ContextChunk, context_within
 from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
 from lsp_server.backends.local.completion_text import MiddleAnchor, indent_to_heal
+from lsp_server.backends.local.prompt_fit import FimTokens, fit_prompt
 from lsp_server.config.model import LocalConfig
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ class CompletionPrompts:
             llama_cpp.llama_vocab_fim_mid(vocab),
         )
         self._fim_tokens = fim if min(fim) >= 0 else None
+        # Per token id: (its text starts a line break, its text ends with one).
+        self._line_breaks: dict[int, tuple[bool, bool]] = {}
         # The repository-level markers ("repo_name", "file_sep") as the model's own tokens.
         self._repo_tokens = _repo_level_tokens(llm)
         self._anchor: MiddleAnchor | None = None
@@ -97,6 +101,37 @@ class CompletionPrompts:
             tokens = [*self._bos, fim_pre, *context, *prefix, fim_suf, *suffix, fim_mid]
         self._anchor = MiddleAnchor(healed_prefix, request.suffix, request.context, tuple(tokens))
         return tokens
+
+    def fit(self, prompt: list[int], cached: int, affordable: int) -> list[int]:
+        """`prompt` cut to about `affordable` tokens past the `cached` ones (`prompt_fit`); a
+        fill-in-the-middle prompt that is cut becomes the anchor the next keystrokes extend."""
+        fim = FimTokens(*self._fim_tokens) if self._fim_tokens is not None else None
+
+        def line_break_before(index: int) -> bool:
+            return self._line_break(prompt[index - 1])[1] or self._line_break(prompt[index])[0]
+
+        fitted = fit_prompt(
+            prompt,
+            cached,
+            affordable,
+            bos=self._bos,
+            fim=fim,
+            line_break_before=line_break_before,
+        )
+        anchor = self._anchor
+        if fim is not None and anchor is not None and fitted != prompt:
+            base = len(anchor.tokens)
+            if tuple(prompt[:base]) == anchor.tokens:  # typed since the anchor: it ends both
+                typed = len(prompt) - base
+                self._anchor = replace(anchor, tokens=tuple(fitted[: len(fitted) - typed]))
+        return fitted
+
+    def _line_break(self, token: int) -> tuple[bool, bool]:
+        known = self._line_breaks.get(token)
+        if known is None:
+            text = self._llm.detokenize([token])
+            known = self._line_breaks[token] = (text.startswith(b"\n"), text.endswith(b"\n"))
+        return known
 
     def _repo_level_context(self, chunks: Sequence[ContextChunk], current_path: str) -> list[int]:
         tokens: list[int] = []

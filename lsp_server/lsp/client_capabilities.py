@@ -1,0 +1,21 @@
+"""What the client said it supports, read defensively: a capability left out means no."""
+
+from __future__ import annotations
+
+from pygls.lsp.server import LanguageServer
+
+
+def client_supports_progress(server: LanguageServer) -> bool:
+    try:
+        window = server.client_capabilities.window
+    except AttributeError:
+        return False
+    return bool(window and window.work_done_progress)
+
+
+def client_expands_snippets(server: LanguageServer) -> bool:
+    try:
+        item = server.client_capabilities.text_document.completion.completion_item  # type: ignore[union-attr]
+    except AttributeError:  # a capability left out
+        return False
+    return bool(item and item.snippet_support)
