@@ -177,8 +177,14 @@ async def stream(
                     await response.aread()
                     break
                 if response.status_code != 200:
+                    body = await response.aread()
                     sample.outcome = "error"
-                    sample.detail = f"{response.status_code} {(await response.aread())[:120]!r}"
+                    sample.detail = f"{response.status_code} {body[:120]!r}"
+                    if response.status_code == 503 and b"budget_unavailable" in body:
+                        # A budget failing closed while Redis is away: refused by design,
+                        # with a Retry-After, as a 429 is.
+                        sample.outcome = "limited"
+                        sample.detail = response.headers.get("retry-after", "")
                     break
                 tail = b""
                 async for chunk in response.aiter_raw():

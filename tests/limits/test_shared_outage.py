@@ -23,7 +23,7 @@ import redis
 from lsp_server.limits.limiter import Limiter
 from lsp_server.limits.quota import LimitKind, Spent
 from lsp_server.limits.shared_store import LEDGER_KEY
-from tests.limits.test_limiter import demand, limiter_for
+from tests.support.limiter import demand, limiter_for
 from tests.support.redis_server import RedisServer
 
 LIMITS = "[gateway.clients.CI]\nbudget_usd = 1\nmax_concurrent = 1\ntpm = 100000\n"
