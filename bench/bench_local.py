@@ -39,6 +39,8 @@ THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13
 DOCUMENT = Path(config_module.__file__).read_text()
 DOCUMENT_CHARS = 2400
 ROUNDS = 3
+# The model's own speed is measured here, not the deadline: no prompt is cut to fit one.
+NO_DEADLINE_MS = 600_000
 
 
 async def backend_tokens_per_s(backend: LocalBackend, max_tokens: int) -> float:
@@ -105,7 +107,9 @@ async def sweep_threads(path: Path) -> None:
         with contextlib.suppress(AttributeError, OSError):
             os.sched_setaffinity(busy.pid, {0})
         for count in counts:
-            backend = LocalBackend(LocalConfig(model_path=str(path), n_threads=count))
+            backend = LocalBackend(
+                LocalConfig(model_path=str(path), n_threads=count, deadline_ms=NO_DEADLINE_MS)
+            )
             await backend.ensure_loaded()
             await suggestion_s(backend, THROUGHPUT_PROMPT)
             cold, warm = [], []
@@ -172,17 +176,48 @@ async def keystroke_s(backend: LocalBackend, prefix: str, suffix: str) -> float:
     return time.perf_counter() - start
 
 
+STEPS_PROMPT_TOKENS = 768  # the shipped `window_tokens`
+
+
+def prompt_read_rates(path: Path, threads: int) -> tuple[float, float, int]:
+    """Prompt tokens read per second in one batch (llama-cpp-python's `n_batch`, 512) and in
+    the steps the server reads in (`prompt_steps`), rounds interleaved; the best of each."""
+    import threading
+
+    from lsp_server.backends.local.prompt_steps import read_prompt
+
+    llm = open_model(path, LocalConfig(model_path=str(path), n_threads=threads))
+    prompt = llm.tokenize(DOCUMENT.encode(), add_bos=True)[:STEPS_PROMPT_TOKENS]
+    whole: list[float] = []
+    steps: list[float] = []
+    for _ in range(ROUNDS):
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(prompt)
+        whole.append(len(prompt) / (time.perf_counter() - start))
+        llm.reset()
+        start = time.perf_counter()
+        read_prompt(llm, [*prompt, 0], threading.Event())  # the last token is left to generation
+        steps.append(len(prompt) / (time.perf_counter() - start))
+    llm.close()
+    return max(whole), max(steps), len(prompt)
+
+
 async def levers(preset_name: str, threads: int) -> None:
     """Cold prompt and warm keystrokes per lever, idle and with one core busy, interleaved."""
     from lsp_server.backends.bundled_model import ensure_preset_model
+    from lsp_server.backends.local.prompt_steps import STEP_TOKENS
     from lsp_server.backends.model_presets import PRESETS
     from tests.support.busy_machine import one_core_busy
 
     path = ensure_preset_model(PRESETS[preset_name])
+    whole_tps, steps_tps, read_tokens = prompt_read_rates(path, threads)
     backends: dict[str, LocalBackend] = {}
     for name, lever in LEVERS.items():
         with _with_lever(lever):
-            backend = LocalBackend(LocalConfig(model_path=str(path), n_threads=threads))
+            backend = LocalBackend(
+                LocalConfig(model_path=str(path), n_threads=threads, deadline_ms=NO_DEADLINE_MS)
+            )
             await backend.ensure_loaded()
         backends[name] = backend
     lines = DOCUMENT.splitlines(keepends=True)
@@ -217,6 +252,10 @@ async def levers(preset_name: str, threads: int) -> None:
         idle = statistics.median(warm[(name, False)])
         busy_s = statistics.median(warm[(name, True)])
         print(f"{name:<24} {cold[name]:>7.1f} {idle:>13.2f} {busy_s:>13.2f}  {idle / base:.2f}")
+    print(
+        f"reading {read_tokens} prompt tokens, best of {ROUNDS}: {whole_tps:.0f} t/s in one batch, "
+        f"{steps_tps:.0f} t/s in steps of {STEP_TOKENS} ({steps_tps / whole_tps:.0%})"
+    )
 
 
 async def main() -> None:
@@ -242,7 +281,12 @@ async def main() -> None:
         return
 
     path = ensure_bundled_model()
-    config = LocalConfig(model_path=str(path), n_threads=args.threads, max_tokens=args.tokens)
+    config = LocalConfig(
+        model_path=str(path),
+        n_threads=args.threads,
+        max_tokens=args.tokens,
+        deadline_ms=NO_DEADLINE_MS,
+    )
     process = psutil.Process()
     rss_before = process.memory_info().rss
     backend = LocalBackend(config)

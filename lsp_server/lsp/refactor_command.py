@@ -14,6 +14,7 @@ from lsprotocol import types
 
 from lsp_server.lsp.client_capabilities import client_supports_progress
 from lsp_server.lsp.documents import offset_at, open_document, position_at
+from lsp_server.lsp.errors import refactor_message
 
 if TYPE_CHECKING:
     from lsp_server.lsp.server import GatewayServer
@@ -66,9 +67,7 @@ async def run_refactor_command(
         )
     except RefactorFailed as failure:
         progress.end("failed")
-        ls.window_show_message(
-            types.ShowMessageParams(type=types.MessageType.Error, message=f"gateway-ls: {failure}")
-        )
+        ls.window_show_message(refactor_message(failure))
         return {"applied": False, "error": str(failure)}
     except asyncio.CancelledError:
         progress.end("cancelled")

@@ -28,7 +28,12 @@ LOCAL_MIN_TOKENS = 256
 
 
 class RefactorFailed(Exception):
-    """Why no edit was made, in words fit for the person who asked."""
+    """Why no edit was made, in words fit for the person who asked; `cause` is the core's
+    refusal or failure when nothing could answer."""
+
+    def __init__(self, message: str, cause: Refused | RouteFailed | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,7 @@ class RefactorService:
                 local_max_tokens=local_answer_budget(end - start),
             )
         except (Refused, RouteFailed) as failure:
-            raise RefactorFailed(f"refactor failed: {failure}") from None
+            raise RefactorFailed(f"refactor failed: {failure}", failure) from None
         endpoint = routed.endpoint
         try:
             edits = plan_refactor_edit(text, start, end, routed.text, language)

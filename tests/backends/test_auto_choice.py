@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -17,8 +18,12 @@ from lsp_server.backends.local.auto_choice import (
     predicted_keystroke_s,
     step_below,
 )
+from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.calibration import CalibrationCache, MachineKey, Speed
 from lsp_server.backends.model_presets import GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B
+from lsp_server.config.model import LocalConfig
+
+pytestmark = pytest.mark.unit
 
 FAST = Speed(prompt_tps=150.0, generation_tps=40.0)  # 0.35 s a keystroke
 MIDDLING = Speed(prompt_tps=50.0, generation_tps=14.0)  # 1.02 s
@@ -122,3 +127,11 @@ def test_a_damaged_calibration_file_counts_as_none(tmp_path: Path, content: str)
     assert CalibrationCache(path).get(key) is None
     CalibrationCache(path).put(key, FAST)  # and is replaced by the next measurement
     assert CalibrationCache(path).get(key) == FAST
+
+
+def test_the_chooser_gives_the_model_its_calibrated_speed_as_its_first_pace() -> None:
+    chooser = AutoModel(LocalConfig(), host=cast(Any, None))
+    chooser._candidates = everything_installed(FAST, MIDDLING, None)
+
+    assert chooser.calibrated(QWEN_CODER_0_5B) == MIDDLING
+    assert chooser.calibrated(QWEN_CODER_1_5B) is None

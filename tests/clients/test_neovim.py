@@ -26,6 +26,7 @@ import pytest
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, one_endpoint_config, server_env
+from tests.support.mercury_upstream import finish_the_rename
 from tests.support.real_tools import tool_missing
 
 pynvim = pytest.importorskip("pynvim", reason="pynvim is not installed (the dev extra has it)")
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.editor
 REPO = Path(__file__).resolve().parents[2]
 INIT = Path(__file__).with_name("neovim") / "init.lua"
 OFFLINE_EXAMPLE = REPO / "examples" / "offline.toml"
+NEXT_EDIT_PLUGIN = REPO / "clients" / "neovim"
 STARTUP_S = 60.0  # Python and the server starting on a loaded machine; no latency assertion
 MODEL_S = 240.0  # the bundled model loading on a loaded machine
 T = TypeVar("T")
@@ -64,16 +66,18 @@ def wait_for(probe: Callable[[], T], timeout_s: float, what: str) -> T:
 
 
 @contextlib.contextmanager
-def neovim(tmp_path: Path, config: Path) -> Iterator[Any]:
-    """A headless Neovim with gateway-ls configured as its Python language server."""
+def neovim(tmp_path: Path, config: Path, extra_env: dict[str, str] | None = None) -> Iterator[Any]:
+    """A headless Neovim with gateway-ls configured as its Python language server, and the
+    next-edit plugin of clients/neovim loaded."""
     binary = neovim_binary()
     socket = tmp_path / "nvim.sock"
-    env = server_env(tmp_path)
+    env = server_env(tmp_path, extra_env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     setup = {
         "cmd": [sys.executable, "-m", "lsp_server", "serve", "--config", str(config)],
         "root": str(tmp_path),
         "env": {"PYTHONPATH": env["PYTHONPATH"]},
+        "plugin": str(NEXT_EDIT_PLUGIN),
     }
     with (tmp_path / "nvim-stderr.log").open("wb") as stderr:
         process = subprocess.Popen(
@@ -272,3 +276,136 @@ def test_another_open_file_joins_the_prompt_as_context(tmp_path: Path) -> None:
     whole_file = "# path: widgets.py\n" + widgets.read_text()  # the ring's chunk, body and all
     assert whole_file in prompt
     assert prompt.endswith("# path: main.py\n" + main.read_text()[:-1] + "result = frob")
+
+
+SCALE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
+MERCURY_KEY = {"INCEPTION_API_KEY": "test-key"}
+
+
+def mercury_config(directory: Path, mercury: FakeLLMServer) -> Path:
+    """One next-edit endpoint, a scripted Mercury; no local model."""
+    config = directory / "config.toml"
+    config.write_text(
+        "[routing]\nedit_deadline_ms = 5000\n[local]\nenabled = false\n"
+        '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
+        f'base_url = "{mercury.provider_base_url("inception")}"\n'
+        'model = "mercury-edit-2"\nroles = ["edit"]\n'
+    )
+    return config
+
+
+def next_edit_marks(editor: Any) -> dict[str, str]:
+    return lua(editor, "return gateway_test.next_edit_marks()")
+
+
+def edit_statistics(editor: Any, endpoint: str) -> dict[str, Any]:
+    (found,) = [e for e in status(editor).get("endpoints", []) if e["name"] == endpoint]
+    return found.get("edit") or {}
+
+
+def rename_and_ask(editor: Any, source: Path) -> dict[str, str]:
+    """`value` renamed to `amount` in the signature as a person would (`ciw`), then the plugin's
+    key asks for the next edit; returns what the plugin drew."""
+    open_attached(editor, source)
+    wait_for(lambda: status(editor).get("endpoints"), STARTUP_S, "the server's core")
+    editor.input("1G0fvciwamount<Esc>")
+    wait_for(lambda: editor.current.buffer[0] == "def scale(amount, factor):", 10, "the rename")
+    editor.input("<M-n>")
+    wait_for(lambda: next_edit_marks(editor)["added"], 30, "the next edit's extmarks")
+    return next_edit_marks(editor)
+
+
+def test_the_next_edit_is_shown_with_extmarks_and_applied_with_one_key(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        source = tmp_path / "scale.py"
+        source.write_text(SCALE)
+        config = mercury_config(tmp_path, mercury)
+        with neovim(tmp_path, config, MERCURY_KEY) as editor:
+            drawn = rename_and_ask(editor, source)
+            # The use below the signature: "value" struck through, "amount" beside it.
+            assert drawn == {"removed": "value", "added": "amount", "sign": "»"}
+            assert editor.current.buffer[1] == "    result = value * factor"
+
+            editor.input("<Tab>")
+            wait_for(
+                lambda: editor.current.buffer[1] == "    result = amount * factor",
+                10,
+                "the applied edit",
+            )
+            assert next_edit_marks(editor) == {"removed": "", "added": "", "sign": ""}
+            assert editor.current.buffer[:] == [
+                "def scale(amount, factor):",
+                "    result = amount * factor",
+                "    return result",
+            ]
+            # Tab means Tab again once the edit is gone.
+            assert lua(editor, "return vim.fn.maparg('<Tab>', 'n')") == ""
+            stats = wait_for(
+                lambda: (s := edit_statistics(editor, "mercury")).get("accepted") and s,
+                10,
+                "the acceptance in the statistics",
+            )
+            assert (stats["shown"], stats["accepted"]) == (1, 1)
+    asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
+    assert asked, "the next edit was not asked of the Mercury endpoint"
+    prompt = asked[-1].json["messages"][-1]["content"]
+    assert "+def scale(amount, factor):" in prompt
+    assert "<|code_to_edit|>" in prompt and "<|cursor|>" in prompt
+
+
+def test_a_dismissed_next_edit_leaves_the_buffer_and_the_keys_alone(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        source = tmp_path / "scale.py"
+        source.write_text(SCALE)
+        config = mercury_config(tmp_path, mercury)
+        with neovim(tmp_path, config, MERCURY_KEY) as editor:
+            assert rename_and_ask(editor, source)["added"] == "amount"
+            editor.input("<Esc>")
+            wait_for(lambda: not next_edit_marks(editor)["added"], 10, "the edit to go")
+            assert editor.current.buffer[1] == "    result = value * factor"
+            assert lua(editor, "return vim.fn.maparg('<Esc>', 'n')") == ""
+            stats = wait_for(
+                lambda: (s := edit_statistics(editor, "mercury")).get("dismissed") and s,
+                10,
+                "the dismissal in the statistics",
+            )
+            assert (stats["shown"], stats["accepted"], stats["dismissed"]) == (1, 0, 1)
+
+
+@pytest.mark.model
+def test_a_next_edit_from_the_bundled_model_is_shown_and_applied(
+    tmp_path: Path, bundled_model_path: Path
+) -> None:
+    """Offline: the shipped offline example, the bundled model predicts the next edit after the
+    rename; whatever it proposes is drawn and applies with one key. A whole region rewritten on
+    a shared CPU takes longer than the keystroke budget, so the edit deadline is generous: this
+    test is about the path, the time is bench_next_edit's."""
+    config = tmp_path / "offline.toml"
+    config.write_text(
+        OFFLINE_EXAMPLE.read_text().replace("[routing]\n", "[routing]\nedit_deadline_ms = 30000\n")
+    )
+    source = tmp_path / "scale.py"
+    source.write_text(SCALE)
+    with neovim(tmp_path, config) as editor:
+        open_attached(editor, source)
+        wait_for(
+            lambda: status(editor).get("local", {}).get("state") == "ready",
+            MODEL_S,
+            "the local model to load (it starts at connect)",
+        )
+        editor.input("1G0fvciwamount<Esc>")
+        wait_for(lambda: editor.current.buffer[0] == "def scale(amount, factor):", 10, "the rename")
+        drawn: dict[str, str] = {}
+        for _ in range(3):  # a small model may see nothing to do at first; ask as a person would
+            editor.input("<M-n>")
+            with contextlib.suppress(AssertionError):
+                drawn = wait_for(
+                    lambda: (d := next_edit_marks(editor))["sign"] and d, 30, "a next edit"
+                )
+                break
+        edits = [d for d in status(editor)["decisions"] if d["kind"] == "edit"]
+        assert drawn, f"the bundled model proposed no next edit, three times: {edits}"
+        before = editor.current.buffer[:]
+        editor.input("<Tab>")
+        wait_for(lambda: editor.current.buffer[:] != before, 10, "the applied edit")
+        assert edits[-1]["endpoint"] == "local"

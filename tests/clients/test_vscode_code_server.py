@@ -32,12 +32,14 @@ import pytest
 
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.mercury_upstream import finish_the_rename
 from tests.support.real_tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO / "clients" / "vscode"
 VSIX = EXTENSION_DIR / "gateway-ls.vsix"
 DRIVER = EXTENSION_DIR / "e2e" / "code-server" / "drive.mjs"
+NEXT_EDIT_DRIVER = EXTENSION_DIR / "e2e" / "code-server" / "next-edit.mjs"
 CODE_SERVER = Path(
     os.environ.get(
         "GATEWAY_LS_CODE_SERVER",
@@ -232,7 +234,7 @@ def base_settings(config: Path | None) -> dict[str, Any]:
 class Driver:
     """The browser driver (drive.mjs) running a plan; `report` waits for what it saw."""
 
-    def __init__(self, url: str, **plan: Any) -> None:
+    def __init__(self, url: str, script: Path = DRIVER, **plan: Any) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         full_plan = {
             "url": url,
@@ -246,7 +248,7 @@ class Driver:
         self._stderr = ARTIFACTS / f"{plan.get('prefix', 'vscode')}-driver-stderr.log"
         with self._stderr.open("w") as stderr:
             self.process = subprocess.Popen(
-                ["node", str(DRIVER), json.dumps(full_plan)],
+                ["node", str(script), json.dumps(full_plan)],
                 cwd=EXTENSION_DIR,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -270,9 +272,9 @@ class Driver:
         return report
 
 
-def drive(url: str, **plan: Any) -> dict[str, Any]:
+def drive(url: str, script: Path = DRIVER, **plan: Any) -> dict[str, Any]:
     """Runs the browser driver; returns its report, failing the test with it when a step failed."""
-    return Driver(url, **plan).report()
+    return Driver(url, script, **plan).report()
 
 
 def workspace_with_document(root: Path) -> Path:
@@ -326,6 +328,89 @@ def test_ghost_text_from_an_openai_compatible_endpoint(
     assert "fake-fim" in report["routingStatus"]
     assert "offline" in report["statusBarOffline"]
     assert any('offline mode is now "always"' in note for note in report["notifications"])
+    code_server.stop()
+    assert_no_errors_logged(code_server)
+
+
+SCALE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
+
+
+def mercury_config(directory: Path, mercury: FakeLLMServer) -> Path:
+    """One next-edit endpoint, a scripted Mercury; no local model and no inline endpoint."""
+    config = directory / "config.toml"
+    config.write_text(
+        '[routing]\noffline = "never"\nedit_deadline_ms = 5000\n[local]\nenabled = false\n'
+        '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
+        f'base_url = "{mercury.provider_base_url("inception")}"\n'
+        'model = "mercury-edit-2"\nroles = ["edit"]\n'
+    )
+    return config
+
+
+def rename_plan(**more: Any) -> dict[str, Any]:
+    """`value` becomes `amount` in the signature, typed; the next edit renames its use below."""
+    return {
+        "file": "scale.py",
+        "line": 1,
+        "column": len("def scale(value"),
+        "erase": len("value"),
+        "type": "amount",
+        "removed": "value",
+        "added": "amount",
+        "applied": "    result = amount * factor",
+        **more,
+    }
+
+
+def next_edit_workspace(root: Path) -> Path:
+    workspace = root / "project"
+    workspace.mkdir()
+    (workspace / "scale.py").write_text(SCALE)
+    return workspace
+
+
+def test_a_next_edit_appears_away_from_the_cursor_and_applies(
+    code_server: CodeServer, tmp_path: Path
+) -> None:
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        code_server.env["INCEPTION_API_KEY"] = "test-key"
+        code_server.write_user_settings(base_settings(mercury_config(tmp_path, mercury)))
+        workspace = next_edit_workspace(tmp_path)
+        url = code_server.start(workspace)
+
+        report = drive(url, NEXT_EDIT_DRIVER, **rename_plan(prefix="next-edit"))
+
+        asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
+        assert asked, "the next edit was not asked of the Mercury endpoint"
+        assert "+def scale(amount, factor):" in asked[-1].json["messages"][-1]["content"]
+    # Drawn on the line below the cursor's: the old use struck through, the new one beside it.
+    assert report["struck"] == ["value"], report
+    assert "amount" in report["beside"], report
+    assert report["shownLines"][1].startswith("    result = value"), report["shownLines"]
+    assert report["gutterMarks"] >= 1
+    assert report["appliedLines"][:3] == [
+        "def scale(amount, factor):",
+        "    result = amount * factor",
+        "    return result",
+    ]
+    code_server.stop()
+    assert_no_errors_logged(code_server)
+
+
+def test_esc_dismisses_a_next_edit_and_tab_is_tab_again(
+    code_server: CodeServer, tmp_path: Path
+) -> None:
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        code_server.env["INCEPTION_API_KEY"] = "test-key"
+        code_server.write_user_settings(base_settings(mercury_config(tmp_path, mercury)))
+        url = code_server.start(next_edit_workspace(tmp_path))
+
+        report = drive(url, NEXT_EDIT_DRIVER, **rename_plan(dismiss=True, prefix="dismissed"))
+
+    lines = report["dismissedLines"]
+    assert lines[1] == "    result = value * factor"  # not applied
+    # Tab inserted indentation at the cursor (in the signature), as it does with no edit shown.
+    assert lines[0] != "def scale(amount, factor):" and "amount" in lines[0]
     code_server.stop()
     assert_no_errors_logged(code_server)
 

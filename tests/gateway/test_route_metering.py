@@ -49,7 +49,7 @@ def edit_config(redis_url: str, mercury: FakeLLMServer, limits: str) -> str:
         + f'[gateway]\nstate_url = "{redis_url}"\ntoken_env = [{tokens}]\n'
         + '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
         + f'base_url = "{mercury.provider_base_url("inception")}"\n'
-        + 'model = "mercury-edit-2"\nroles = ["edit"]\n'
+        + 'model = "mercury-edit-2"\nroles = ["edit"]\ntimeout_ms = 10000\n'
         + PRICE
         + limits
     )

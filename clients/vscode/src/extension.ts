@@ -2,6 +2,7 @@ import * as vscode from "vscode";
 
 import { refactorSelection, SERVER_COMMANDS, toggleOffline } from "./commands";
 import { CursorReporter } from "./cursorReports";
+import { NextEditController } from "./nextEdit";
 import { GatewayServer } from "./server";
 import { LAUNCH_KEYS, SECTION } from "./settings";
 import { RoutingStatusBar } from "./statusBar";
@@ -22,7 +23,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const poller = new StatusPoller(() =>
     server?.running ? server.executeCommand(SERVER_COMMANDS.status, []) : Promise.resolve(undefined),
   );
-  const gateway = new GatewayServer(output, () => poller.refreshSoon());
+  const gateway: GatewayServer = new GatewayServer(output, {
+    onInlineCompletion: () => poller.refreshSoon(),
+    nextEditAt: (document, position) => nextEdits.inlineItemAt(document, position),
+  });
+  const nextEdits = new NextEditController(gateway, output, context.extensionUri);
   server = gateway;
   const statusBar = new RoutingStatusBar(COMMANDS.showStatus);
   const statusDocument = new StatusDocument();
@@ -31,6 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     output,
     gateway,
+    nextEdits,
     poller,
     statusBar,
     statusDocument,

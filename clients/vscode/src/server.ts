@@ -9,6 +9,7 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
+  type Protocol2CodeConverter,
   type ServerOptions,
   State,
   TransportKind,
@@ -33,6 +34,17 @@ const REFACTOR_COMMAND = "gatewayLs.refactor";
 
 const STOP_TIMEOUT_MS = 2000;
 
+/** What the language client asks the rest of the extension while it serves the editor. */
+export interface ClientHooks {
+  /** Called after each inline completion request the editor made. */
+  readonly onInlineCompletion: () => void;
+  /** A next edit to show as the inline suggestion at this position, if there is one. */
+  readonly nextEditAt: (
+    document: vscode.TextDocument,
+    position: vscode.Position,
+  ) => vscode.InlineCompletionItem | undefined;
+}
+
 export class GatewayServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly runningChanged = new vscode.EventEmitter<boolean>();
@@ -41,8 +53,7 @@ export class GatewayServer implements vscode.Disposable {
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
-    /** Called after each inline completion request the editor made. */
-    private readonly onInlineCompletion: () => void,
+    private readonly hooks: ClientHooks,
   ) {}
 
   get running(): boolean {
@@ -103,6 +114,24 @@ export class GatewayServer implements vscode.Disposable {
 
   get converter(): Code2ProtocolConverter {
     return this.runningClient().code2ProtocolConverter;
+  }
+
+  get protocolConverter(): Protocol2CodeConverter {
+    return this.runningClient().protocol2CodeConverter;
+  }
+
+  /** The server's `experimental` capabilities; undefined while it is not running. */
+  get experimentalCapabilities(): unknown {
+    return this.running ? this.client?.initializeResult?.capabilities.experimental : undefined;
+  }
+
+  /** A request outside the protocol's typed ones (the next-edit method). */
+  async sendRequest(method: string, params: unknown, token: vscode.CancellationToken): Promise<unknown> {
+    return this.runningClient().sendRequest(method, params, token);
+  }
+
+  async sendNotification(method: string, params: unknown): Promise<void> {
+    await this.runningClient().sendNotification(method, params);
   }
 
   /** Reports where the cursor rests in `editor` (see cursorReports.ts); nothing if stopped. */
@@ -167,8 +196,12 @@ export class GatewayServer implements vscode.Disposable {
           return completed ? next(command, completed) : undefined;
         },
         provideInlineCompletionItems: async (document, position, context, token, next) => {
+          const nextEdit = this.hooks.nextEditAt(document, position);
+          if (nextEdit) {
+            return [nextEdit];
+          }
           const result = await next(document, position, context, token);
-          this.onInlineCompletion();
+          this.hooks.onInlineCompletion();
           return result;
         },
         // VS Code would show each suggestion twice, as ghost text and in the suggest widget.

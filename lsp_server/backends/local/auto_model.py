@@ -112,6 +112,11 @@ class AutoModel:
         if self._adapter.step_down:
             self._wake.set()
 
+    def calibrated(self, preset: ModelPreset) -> Speed | None:
+        """The speed kept for `preset` on this machine, if it was calibrated."""
+        match = next((c for c in self._candidates if c.preset == preset), None)
+        return match.speed if match is not None else None
+
     def status(self) -> dict[str, Any]:
         return {
             "preset": self.serving.name if self.serving else "",

@@ -232,7 +232,9 @@ class LocalBackend(LocalModel):
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
         self._prompts = CompletionPrompts(llm, self._config)
-        self._pace = Pace()
+        # A calibrated model's pace is known before its first read (then measured as it goes).
+        speed = self._auto.calibrated(preset) if self._auto is not None and preset else None
+        self._pace = Pace(speed.prompt_tps, speed.generation_tps) if speed else Pace()
 
     # What the chooser of `model = "auto"` may do (`auto_model.ModelHost`)
 

@@ -10,6 +10,10 @@ vim.lsp.config('gateway_ls', {
 })
 vim.lsp.enable('gateway_ls')
 
+-- The next-edit plugin shipped in clients/neovim, with its default keys.
+vim.opt.runtimepath:append(setup.plugin)
+require('gateway_ls.next_edit').setup()
+
 vim.api.nvim_create_autocmd('LspAttach', {
   callback = function(args)
     local client = assert(vim.lsp.get_client_by_id(args.data.client_id))
@@ -75,4 +79,27 @@ function _G.gateway_test.run_action(first, last, title)
     end
   end
   return false
+end
+
+--- What the next-edit plugin draws: the struck-through text, the text beside it, the sign.
+function _G.gateway_test.next_edit_marks()
+  local next_edit = require('gateway_ls.next_edit')
+  local drawn = { removed = '', added = '', sign = '' }
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(0, next_edit.ns, 0, -1, { details = true })) do
+    local row, col, details = mark[2], mark[3], mark[4]
+    if details.end_row then
+      local text = vim.api.nvim_buf_get_text(0, row, col, details.end_row, details.end_col, {})
+      drawn.removed = table.concat(text, '\n')
+    end
+    for _, chunk in ipairs(details.virt_text or {}) do
+      drawn.added = drawn.added .. chunk[1]
+    end
+    for _, line in ipairs(details.virt_lines or {}) do
+      drawn.added = drawn.added .. '\n' .. line[1][1]
+    end
+    if details.sign_text then
+      drawn.sign = vim.trim(details.sign_text)
+    end
+  end
+  return drawn
 end

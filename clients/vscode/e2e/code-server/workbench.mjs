@@ -98,14 +98,38 @@ export async function waitForServer(page) {
  * @param {number} line
  */
 export async function goToLineEnd(page, line) {
+  await goTo(page, `${line}`);
+  await page.keyboard.press("End");
+}
+
+/**
+ * Puts the cursor on a 1-based line before a 0-based column, with Go to Line's `line:column`.
+ * @param {import("puppeteer-core").Page} page
+ * @param {number} line
+ * @param {number} column
+ */
+export async function goToPosition(page, line, column) {
+  await goTo(page, `${line}:${column + 1}`);
+}
+
+/**
+ * Go to Line, as a user would: Ctrl+G, the target typed, Enter; returns once the editor has the
+ * focus again, so that the next keys reach it.
+ * @param {import("puppeteer-core").Page} page
+ * @param {string} target
+ */
+async function goTo(page, target) {
   await page.click(".editor-instance .monaco-editor .view-lines");
   await page.keyboard.down("Control");
   await page.keyboard.press("KeyG");
   await page.keyboard.up("Control");
   await page.waitForSelector(".quick-input-widget input", { visible: true });
-  await page.keyboard.type(`${line}`, { delay: 20 });
+  await page.keyboard.type(target, { delay: 20 });
   await page.keyboard.press("Enter");
-  await page.keyboard.press("End");
+  await page.waitForSelector(".quick-input-widget", { hidden: true });
+  await page.waitForFunction(() =>
+    document.activeElement?.closest(".editor-instance .monaco-editor") != null,
+  );
 }
 
 /**
