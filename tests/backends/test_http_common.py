@@ -13,6 +13,8 @@ from httpx_sse import EventSource
 from lsp_server.backends import http_common
 from lsp_server.backends.base import BackendError, token_count
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("value", "expected"),

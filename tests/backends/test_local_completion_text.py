@@ -15,6 +15,8 @@ from lsp_server.backends.local.completion_text import (
     more_lines_seconds,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("prefix", "single_line", "healed"),

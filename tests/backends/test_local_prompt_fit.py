@@ -3,8 +3,12 @@ read start is kept up to a line break, then the lines just before the cursor."""
 
 from __future__ import annotations
 
+import pytest
+
 from lsp_server.backends.local.pace import MIN_AFFORDABLE_TOKENS, Pace
 from lsp_server.backends.local.prompt_fit import FimTokens, fit_prompt
+
+pytestmark = pytest.mark.unit
 
 NEWLINE = 10
 BOS = [1]

@@ -29,6 +29,7 @@ from lsp_server.backends.model_presets import (
 )
 from lsp_server.config.model import LOCAL_MODEL_PRESETS
 from tests.support.fake_hub import FakeHub, fake_hub
+from tests.support.real_tools import bundled_model_package
 
 CONTENT = b"GGUF" + bytes(range(256)) * 64
 TINY = ModelPreset(
@@ -167,6 +168,7 @@ def test_cli_unknown_preset_is_bad_usage(hub: FakeHub, tmp_path: Path) -> None:
 
 
 def test_every_preset_is_configurable_pinned_and_licensed() -> None:
+    bundled_model_package()  # the bundled model's licence comes with it
     assert tuple(PRESETS) == LOCAL_MODEL_PRESETS
     for preset in PRESETS.values():
         assert len(preset.sha256) == 64

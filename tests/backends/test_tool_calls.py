@@ -7,6 +7,8 @@ import pytest
 from lsp_server.backends.base import BackendError, ToolCall, ToolCallDelta
 from lsp_server.backends.tool_calls import MAX_TOOL_CALLS, ToolCallStream
 
+pytestmark = pytest.mark.unit
+
 
 def test_spec_pieces_pass_unchanged() -> None:
     calls = ToolCallStream("up")

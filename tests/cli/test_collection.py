@@ -10,6 +10,8 @@ import pytest
 
 from lsp_server.cli.collection import collection_held_off
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def unfrozen() -> Iterator[None]:

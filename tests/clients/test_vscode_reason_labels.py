@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from lsp_server.reasons import MEANINGS, Reason
+
+pytestmark = pytest.mark.unit
 
 STATUS_TS = Path(__file__).parents[2] / "clients" / "vscode" / "src" / "status.ts"
 

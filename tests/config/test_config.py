@@ -18,6 +18,8 @@ from lsp_server.config.loader import (
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price, RoutingConfig
 
+pytestmark = pytest.mark.unit
+
 README_EXAMPLE = """\
 [routing]
 inline_deadline_ms = 350      # budget for one keystroke-level request, end to end

@@ -8,6 +8,8 @@ from lsp_server.config.editor_settings import RefusedSetting, Settings, screen_o
 from lsp_server.config.loader import ConfigError, parse_config_text
 from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS, Config
 
+pytestmark = pytest.mark.unit
+
 FILE = parse_config_text(
     """
 [routing]

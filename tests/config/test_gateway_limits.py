@@ -8,6 +8,8 @@ import pytest
 from lsp_server.config.loader import ConfigError, merge_overrides, parse_config_text
 from lsp_server.config.model import Limits
 
+pytestmark = pytest.mark.unit
+
 TEAM = """\
 [gateway]
 budget_when_state_down = "open"

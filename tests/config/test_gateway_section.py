@@ -8,6 +8,8 @@ import pytest
 
 from lsp_server.config.loader import ConfigError, load_config_file, parse_config_text
 
+pytestmark = pytest.mark.unit
+
 
 def gateway(text: str):
     return parse_config_text("[gateway]\n" + text, file="config.toml").gateway

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lsp_server.backends.base import ContextChunk
 from lsp_server.config.model import RoutingConfig
 from lsp_server.context.python_definitions import module_definitions
 from lsp_server.context.python_imports import Imported, import_statements, imports_of
 from lsp_server.context.store import ContextStore
 from lsp_server.privacy.guard import PrivacyGuard
+
+pytestmark = pytest.mark.unit
 
 
 def test_imports_are_read_from_a_file_that_does_not_parse() -> None:

@@ -16,6 +16,8 @@ from lsp_server.context.ring import ChunkRing
 from lsp_server.context.store import ContextStore
 from lsp_server.privacy.guard import PrivacyGuard
 
+pytestmark = pytest.mark.unit
+
 WIDGETS = '''"""Widgets."""
 
 

@@ -11,7 +11,10 @@ import pytest
 
 from lsp_server.gateway.open_files import RESERVED_FILES
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_NOFILE on Windows")
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_NOFILE on Windows"),
+]
 
 # Runs in a fresh interpreter, whose limits it may lower without touching the test process.
 _PROBE = textwrap.dedent(

@@ -18,6 +18,8 @@ from lsp_server.gateway.responses_request import parse_responses_body
 from lsp_server.gateway.responses_stream import ResponseStream
 from lsp_server.gateway.sse import named_sse_event
 
+pytestmark = pytest.mark.unit
+
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 WEATHER_TOOL = {
     "type": "function",

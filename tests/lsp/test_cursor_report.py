@@ -10,6 +10,8 @@ from lsprotocol import types
 
 from lsp_server.lsp.cursor_report import CursorReport, parse_cursor_report
 
+pytestmark = pytest.mark.unit
+
 URI = "file:///ws/app.py"
 
 

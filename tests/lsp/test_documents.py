@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from lsprotocol import types
 from pygls.workspace import PositionCodec
 
 from lsp_server.lsp.bounded_stdin import UNREADABLE_BODY, BoundedStdin
 from lsp_server.lsp.documents import LspTextDocument, lsp_lines, offset_at, position_at
+
+pytestmark = pytest.mark.unit
 
 
 def document(

@@ -12,6 +12,8 @@ from lsp_server.nextedit.mercury_format import mercury_prompt, parse_mercury_pro
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest, HistoryEdit
 
+pytestmark = pytest.mark.unit
+
 TEXT = "import os\n\ndef scale(amount, factor):\n    return value * factor\n\nprint(scale(1, 2))\n"
 CURSOR = TEXT.index("amount") + len("amount")
 

@@ -12,6 +12,8 @@ from lsp_server.privacy.conversation_memo import ConversationMemo
 from lsp_server.privacy.secret_rules import first_secret
 from tests.privacy.credential_corpus import load_corpus
 
+pytestmark = pytest.mark.unit
+
 SECRETS = [sample for sample in load_corpus() if sample.kind is not None]
 INSTRUCTIONS = "You are a coding agent. Keep changes small and run the tests.\n" * 300
 TOOL_OUTPUT = "def handler(event):\n    return {'status': 200, 'body': event['body']}\n" * 20

@@ -36,6 +36,8 @@ from lsp_server.privacy.policy import (
 from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.privacy.other_languages import NODE_MODULES, other_language_files
 
+pytestmark = pytest.mark.unit
+
 BASE62 = string.ascii_letters + string.digits
 
 

@@ -16,6 +16,8 @@ import lsp_server.privacy.secret_memo as secret_memo
 from lsp_server.privacy.secret_memo import SecretMemo, blocks
 from lsp_server.privacy.secret_rules import first_secret
 
+pytestmark = pytest.mark.unit
+
 PASSWORD = "Zq8vK2" + "mW9xLp4"
 # Secrets over one, two and three lines, each with what the whole scan calls it.
 SECRETS = [

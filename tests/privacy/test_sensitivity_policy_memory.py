@@ -10,6 +10,8 @@ import pytest
 
 from lsp_server.privacy.policy import SensitivityPolicy
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_same_document_gets_the_same_answer_again() -> None:
     policy = SensitivityPolicy(["**/.env", "**/*.pem"])

@@ -19,6 +19,8 @@ from lsp_server.refactor.edits import (
     validate,
 )
 
+pytestmark = pytest.mark.unit
+
 # --- extract_code -------------------------------------------------------------------------
 
 

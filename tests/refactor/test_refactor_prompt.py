@@ -11,6 +11,8 @@ from lsp_server.refactor.prompt import (
     build_refactor_messages,
 )
 
+pytestmark = pytest.mark.unit
+
 _PYTHON = '''"""Shapes."""
 
 import math

@@ -6,6 +6,8 @@ import pytest
 
 from lsp_server.routing.circuit_breaker import MAX_RETRY_AFTER_S, BreakerState, CircuitBreaker
 
+pytestmark = pytest.mark.unit
+
 
 class FakeClock:
     def __init__(self) -> None:

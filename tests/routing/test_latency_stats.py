@@ -8,6 +8,8 @@ import pytest
 
 from lsp_server.routing.latency_stats import WINDOW, EndpointStats, Ewma
 
+pytestmark = pytest.mark.unit
+
 
 def test_ewma_starts_at_the_first_sample_and_follows_recent_ones() -> None:
     ewma = Ewma(alpha=0.2)

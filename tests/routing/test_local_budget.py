@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
+
 from lsp_server.backends.base import Backend, CompletionRequest, Usage
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
 from lsp_server.routing.router import Router
 from tests.support.stand_in import REQUEST, StandIn, endpoint
+
+pytestmark = pytest.mark.unit
 
 KEYSTROKE = RoutingConfig(inline_deadline_ms=300, hedge_after_ms=100, offline="never")
 SLOW_LOCAL_S = 0.7  # slower than the keystroke deadline, well within the local budget

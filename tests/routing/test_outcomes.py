@@ -31,6 +31,8 @@ from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.router import Router
 
+pytestmark = pytest.mark.unit
+
 COMPLETION = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n")
 CHAT = ChatRequest(messages=(ChatMessage(role="user", content="hello"),), max_tokens=16)
 

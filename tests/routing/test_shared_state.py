@@ -30,6 +30,7 @@ from lsp_server.routing.shared_wire import (
     decode_update,
     encode_update,
 )
+from tests.support.real_tools import require_redis_server
 from tests.support.redis_server import RedisServer
 from tests.support.stand_in import REQUEST, StandIn, stand_in_router
 
@@ -276,6 +277,7 @@ async def test_garbage_on_the_channel_is_ignored(
 
 
 async def test_a_password_comes_from_the_variable_and_a_wrong_one_is_reported() -> None:
+    require_redis_server()
     with RedisServer(password="s3cret-redis") as server:
         router, shared, _ = two_endpoint_router()
         wrong = RedisLink(server.url, "not-it", shared)
@@ -296,6 +298,7 @@ async def test_a_password_comes_from_the_variable_and_a_wrong_one_is_reported() 
 
 
 async def test_rediss_speaks_tls_with_the_ca_named_in_the_url() -> None:
+    require_redis_server(tls=True)
     with RedisServer(tls=True) as server:
         assert server.url.startswith("rediss://")
         router, shared, _ = two_endpoint_router()

@@ -349,6 +349,9 @@ def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
     # The gateways alive, by a random id each.
     alive = held.pop(b"gateway-ls:v1:limits:gateways")
     assert all(re.fullmatch(rb"[0-9a-f]{16}", g) for g in alive) and len(alive) == 2
+    # The limits' epoch: a random id, written once.
+    (epoch,) = held.pop(b"gateway-ls:v1:limits:epoch")
+    assert re.fullmatch(rb"[0-9a-f]{16}", epoch)
     keys = [k.decode() for k in held]
     assert any(":snapshot:" in k for k in keys) and any(":breaker:" in k for k in keys)
     assert all(k.rsplit(":", 1)[-1] in names or k.rsplit(":", 1)[-1].isdigit() for k in keys)

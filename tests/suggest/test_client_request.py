@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.suggest.client_request import (
     DEFAULT_INLINE_MAX_TOKENS,
@@ -12,6 +14,8 @@ from lsp_server.suggest.client_request import (
     client_completion,
 )
 from lsp_server.suggest.prompt import BLOCK_STOP
+
+pytestmark = pytest.mark.unit
 
 
 def shaped(**fields: Any) -> CompletionRequest:

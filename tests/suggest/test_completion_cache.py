@@ -1,8 +1,11 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lsp_server.suggest.cache import CachedSuggestion, CompletionCache
 from lsp_server.suggest.prompt import build_completion_request
+
+pytestmark = pytest.mark.unit
 
 DOC = "file:///src/app.py"
 PREFIX = "import os\n\ndef size(path):\n    return "

@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,6 +12,8 @@ from lsp_server.suggest.postprocess import (
     syntax_for,
 )
 from lsp_server.suggest.prompt import build_completion_request
+
+pytestmark = pytest.mark.unit
 
 
 def at(text: str, language: str = "python") -> CompletionRequest:

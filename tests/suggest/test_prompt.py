@@ -4,6 +4,8 @@ from hypothesis import strategies as st
 
 from lsp_server.suggest.prompt import BLOCK_STOP, build_completion_request
 
+pytestmark = pytest.mark.unit
+
 
 def request_at(text: str, marker: str = "|", **options):
     offset = text.index(marker)

@@ -45,7 +45,7 @@ class CompletionPrompts:
 
         self._llm = llm
         self._config = config
-        self._bos = llm.tokenize(b"", add_bos=True)
+        self._bos: list[int] = llm.tokenize(b"", add_bos=True)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         fim = (
             llama_cpp.llama_vocab_fim_pre(vocab),
@@ -158,7 +158,8 @@ def plain_tokens(llm: Llama, text: str) -> list[int]:
     write the model's control tokens."""
     if not text:
         return []
-    return llm.tokenize(text.encode(), add_bos=False, special=False)
+    tokens: list[int] = llm.tokenize(text.encode(), add_bos=False, special=False)
+    return tokens
 
 
 def _keep_tail(tokens: list[int], budget: int) -> list[int]:

@@ -1,0 +1,152 @@
+"""Settlement across an outage of the shared state, against a real redis-server that is paused
+(unreachable, its data kept) or killed and started again empty, in the middle of a request.
+
+Decided behaviour checked here: a request admitted before the outage and settled during it or
+after it is charged exactly once, to what it used: its budget reservation becomes its cost, its
+lease ends, its ledger entry arrives. When Redis comes back empty, each gateway puts back what it
+settled this budget period and the reservations it still holds, so a budget and a concurrency
+limit go on from where they were. What a budget failing open let through is charged when Redis
+answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import signal
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis
+
+from lsp_server.limits.limiter import Limiter
+from lsp_server.limits.quota import LimitKind, Spent
+from lsp_server.limits.shared_store import LEDGER_KEY
+from tests.support.limiter import demand, limiter_for
+from tests.support.redis_server import RedisServer
+
+LIMITS = "[gateway.clients.CI]\nbudget_usd = 1\nmax_concurrent = 1\ntpm = 100000\n"
+RESERVED = 116 * 10 + 100 * 20  # demand(chars=200): 116 prompt tokens at 10, 100 at 20
+USED = Spent("paid", 100, 10, True)
+COST = 100 * 10 + 10 * 20
+
+
+def budget_key(client: str = "CI") -> str:
+    return f"gateway-ls:v1:limits:budget:{client}:{dt.datetime.now(dt.UTC):%Y-%m-%d}"
+
+
+@pytest.fixture
+def store(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_server.url)
+    yield client
+    client.close()
+
+
+def held(store: redis.Redis) -> tuple[int, int, int]:
+    """(micro-dollars in the budget, leases in flight, ledger entries) as Redis has them."""
+    return (
+        int(store.get(budget_key()) or 0),
+        store.zcard("gateway-ls:v1:limits:inflight:CI"),
+        store.xlen(LEDGER_KEY),
+    )
+
+
+async def until(condition: Callable[[], bool], what: str, timeout_s: float = 10) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        assert loop.time() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+def shared(limiter: Limiter, url: str) -> Limiter:
+    limiter.share(url, None, lambda _call, _s: None)
+    return limiter
+
+
+def is_up(limiter: Limiter) -> bool:
+    return limiter.status()["shared"] is True
+
+
+@pytest.mark.parametrize("outage", ["paused", "restarted empty"])
+async def test_a_request_settled_during_an_outage_is_charged_once_when_redis_answers(
+    redis_server: RedisServer, store: redis.Redis, outage: str
+) -> None:
+    limiter = shared(limiter_for(LIMITS), redis_server.url)
+    try:
+        admission = await limiter.admit(demand(chars=200))
+        assert admission.lease is not None and admission.lease.shared
+        assert held(store) == (RESERVED, 1, 0)
+        assert redis_server.process is not None
+        if outage == "paused":
+            os.kill(redis_server.process.pid, signal.SIGSTOP)
+        else:
+            redis_server.kill()
+        assert limiter.settle(admission.lease, USED, 0.2) == COST
+        await until(lambda: not is_up(limiter), "the outage was never noticed")
+        if outage == "paused":
+            os.kill(redis_server.process.pid, signal.SIGCONT)
+        else:
+            redis_server.start()
+        await until(lambda: held(store)[2] == 1, "the ledger entry never arrived")
+        assert held(store) == (COST, 0, 1)  # the reservation became the cost, the lease ended
+    finally:
+        if outage == "paused" and redis_server.process is not None:
+            os.kill(redis_server.process.pid, signal.SIGCONT)
+        await limiter.aclose()
+
+
+async def test_redis_restarted_empty_gets_back_each_gateways_spend_and_held_reservations(
+    redis_server: RedisServer, store: redis.Redis
+) -> None:
+    first = shared(limiter_for(LIMITS), redis_server.url)
+    second = shared(limiter_for(LIMITS), redis_server.url)
+    try:
+        done = await first.admit(demand(chars=200))
+        assert done.lease is not None
+        first.settle(done.lease, USED, 0.1)
+        await until(lambda: held(store)[2] == 1, "the first settlement never arrived")
+        running = await second.admit(demand(chars=200))  # its answer is still streaming
+        assert running.lease is not None and running.lease.shared
+        assert held(store) == (COST + RESERVED, 1, 1)
+        redis_server.kill()
+        redis_server.start()
+        assert held(store) == (0, 0, 0)
+        # Each gateway finds the new epoch (a heartbeat, or its next call) and puts its part
+        # back: what it settled this period, and the reservation and lease it still holds.
+        await until(lambda: held(store)[:2] == (COST + RESERVED, 1), "nothing was put back")
+        refused = await first.admit(demand(chars=200))
+        assert refused.refused is LimitKind.CONCURRENCY  # the lease held across the restart
+        second.settle(running.lease, USED, 0.3)
+        await until(lambda: held(store)[2] == 1, "the second settlement never arrived")
+        assert held(store) == (2 * COST, 0, 1)  # the ledger before the restart is gone
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_what_a_budget_failing_open_let_through_is_charged_when_redis_is_back(
+    redis_server: RedisServer, store: redis.Redis
+) -> None:
+    limiter = shared(
+        limiter_for(LIMITS, gateway='budget_when_state_down = "open"'), redis_server.url
+    )
+    try:
+        redis_server.kill()
+        admissions = [await limiter.admit(demand(chars=200)) for _ in range(3)]
+        assert [a.refused for a in admissions] == [None, *[LimitKind.CONCURRENCY] * 2]
+        lease = admissions[0].lease
+        assert lease is not None and not lease.shared
+        limiter.settle(lease, USED, 0.1)
+        again = await limiter.admit(demand(chars=200))
+        assert again.lease is not None
+        limiter.settle(again.lease, USED, 0.1)
+        redis_server.start()
+        await until(lambda: held(store)[2] == 2, "the ledger entries never arrived")
+        assert held(store) == (2 * COST, 0, 2)
+        usage = await limiter.usage(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
+        assert usage["source"] == "shared"
+        assert usage["rows"][0]["requests"] == 2
+    finally:
+        await limiter.aclose()
