@@ -421,7 +421,9 @@ def test_a_next_edit_from_the_local_coder_preset_is_shown_and_applied(tmp_path: 
     preset = preset_named("qwen2.5-coder-0.5b")
     assert preset is not None
     if not preset_installed(preset):
-        tool_missing(f"the {preset.name} preset is not installed ({preset.install_hint})")
+        # An optional preset, as in the backend's preset tests: `make test` installs only the
+        # bundled model, and a second preset there would change what `auto` serves every test.
+        pytest.skip(f"the {preset.name} preset is not installed ({preset.install_hint})")
     config = tmp_path / "offline.toml"
     config.write_text(
         OFFLINE_EXAMPLE.read_text()
