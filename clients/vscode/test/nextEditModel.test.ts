@@ -9,7 +9,7 @@ import {
   serverOffersNextEdits,
 } from "../src/nextEditModel";
 
-const URI = "file:///work/scale.py";
+const URI = "file:///project/scale.py";
 
 function edit(text: string, line: number, start: number, end: number, endLine = line): NextEdit {
   return {
