@@ -24,6 +24,7 @@ from tests.support.edit_client import record_applied_edits
 from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import inline_completion, lsp_session, open_document
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 pytestmark = pytest.mark.model
 
@@ -61,12 +62,7 @@ def llama_server(
             time.sleep(0.2)
         yield root
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def llama_endpoint(root: str, roles: str = '["inline", "refactor"]', max_tokens: int = 8) -> str:

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.lsp_session import server_env
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 
 @dataclass
@@ -71,12 +72,7 @@ def running_gateway(
         wait_until_healthy(gateway)
         yield gateway
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def wait_until_healthy(gateway: Gateway, timeout_s: float = 30) -> None:

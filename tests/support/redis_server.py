@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from tests.support.ports import free_port
+from tests.support.processes import stop_process
 
 STARTUP_TIMEOUT_S = 10.0
 
@@ -118,12 +119,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process)
         self.process = None
 
     def __enter__(self) -> RedisServer:
