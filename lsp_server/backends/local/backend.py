@@ -316,14 +316,18 @@ class LocalBackend(LocalModel):
             self._keep_count(time.monotonic() - started, first_text_s)
 
     def _keep_count(self, elapsed_s: float, first_text_s: float | None) -> None:
-        """Tell the chooser of `auto` how the deadline was kept: an answer, or a request that
-        ran its whole budget without one (one stopped sooner was superseded: no verdict)."""
+        """Tell the chooser of `auto` how the deadline was kept (an answer, or a request that
+        ran its whole budget without one; one stopped sooner was superseded: no verdict) and
+        how fast the model reads and writes now."""
         if self._auto is None:
             return
         if first_text_s is not None:
             self._auto.answered(first_text_s)
         elif elapsed_s >= self._config.deadline_ms / 1000 * 0.95:
             self._auto.missed()
+        live = self._pace.speed()
+        if live is not None:
+            self._auto.observed(live)
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         await self.ensure_loaded()
