@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from lsp_server.backends.base import (
-    Backend,
     BackendError,
     ChatRequest,
     CompletionRequest,
@@ -84,7 +83,7 @@ def stand_in_router(
     by_name = {b.name: b for b in backends}
     config = make_config(*(endpoint(b.name) for b in backends), local=local is not None, **routing)
 
-    def local_factory(config: LocalConfig) -> Backend:
+    def local_factory(config: LocalConfig) -> LocalModel:
         assert local is not None
         return local
 
