@@ -363,6 +363,10 @@ def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
     # The limits' epoch: a random id, written once.
     (epoch,) = held.pop(b"gateway-ls:v1:limits:epoch")
     assert re.fullmatch(rb"[0-9a-f]{16}", epoch)
+    # Each gateway's last settle call: its number, under the gateway's id.
+    settled = {k: held.pop(k) for k in list(held) if k.startswith(b"gateway-ls:v1:limits:settled:")}
+    assert {k.rsplit(b":", 1)[1] for k in settled} <= set(alive) and settled
+    assert all(number.isdigit() for (number,) in settled.values())
     keys = [k.decode() for k in held]
     assert any(":snapshot:" in k for k in keys) and any(":breaker:" in k for k in keys)
     assert all(k.rsplit(":", 1)[-1] in names or k.rsplit(":", 1)[-1].isdigit() for k in keys)
