@@ -99,6 +99,12 @@ class RecordedRequest:
     json: Any | None  # the parsed body, None when it is not JSON
     time: float  # time.monotonic() when the request was complete
 
+    @property
+    def payload(self) -> JsonObject:
+        """The body as a JSON object; the test fails here when it is not one."""
+        assert isinstance(self.json, dict), f"not a JSON object: {self.body[:200]!r}"
+        return self.json
+
 
 def fault_status(fault: str | None) -> int | None:
     """The status of a "status:NNN" fault, None for other faults; ValueError for unknown ones."""

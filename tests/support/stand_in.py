@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from lsp_server.backends.base import (
     BackendError,
@@ -75,6 +75,11 @@ class StandIn(LocalModel):
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         raise BackendError(self.name, FailureKind.UNAVAILABLE, "chat is not scripted")
         yield ""
+
+
+def no_local_model(config: LocalConfig) -> NoReturn:
+    """A `local_factory` for routers whose configuration disables the local model."""
+    raise AssertionError("the local model is disabled here")
 
 
 def stand_in_router(
