@@ -146,6 +146,7 @@ class Lever:
     draft_tokens: int = 0  # prompt-lookup speculative decoding with this many draft tokens
     single_line: bool = False  # the request ends at the line's end
     suffix_lines: int | None = None  # the suffix cut to the line's rest and this many lines
+    on: str = "baseline (shipped)"  # a request lever: whose backend it is asked on
 
     @property
     def own_backend(self) -> bool:
@@ -159,6 +160,7 @@ LEVERS = (
     Lever("n_batch=n_ubatch=64", llama={"n_batch": 64, "n_ubatch": 64}),
     Lever("prompt lookup, 2 drafts", draft_tokens=2),
     Lever("single-line stop", single_line=True),
+    Lever("2 threads, single-line", single_line=True, on="2 threads"),
     Lever("suffix: line + 3 lines", suffix_lines=3),
 )
 
@@ -237,7 +239,7 @@ async def levers(preset_name: str, threads: int, keystrokes: int) -> None:
     backends: dict[str, LocalBackend] = {}
     for lever in LEVERS:
         if not lever.own_backend and lever is not LEVERS[0]:
-            backends[lever.name] = backends[LEVERS[0].name]
+            backends[lever.name] = backends[lever.on]
             continue
         with _with_lever(lever):
             backend = LocalBackend(
