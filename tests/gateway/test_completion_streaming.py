@@ -35,8 +35,12 @@ def _streamed(request: CompletionRequest, raw: str, size: int) -> tuple[list[str
     return [piece for piece in sent if piece], cleaner.finish(raw)
 
 
-def _request(prefix: str, suffix: str, **fields: object) -> CompletionRequest:
-    return CompletionRequest(prefix=prefix, suffix=suffix, language="python", **fields)  # type: ignore[arg-type]
+def _request(
+    prefix: str, suffix: str, *, stop: tuple[str, ...], single_line: bool = False
+) -> CompletionRequest:
+    return CompletionRequest(
+        prefix=prefix, suffix=suffix, language="python", stop=stop, single_line=single_line
+    )
 
 
 CASES = {

@@ -384,7 +384,8 @@ def test_an_endpoint_without_the_role_cannot_be_pinned(tmp_path: Path) -> None:
             gateway.client().chat.completions.create(
                 model="mercury", messages=[{"role": "user", "content": "hi"}]
             )
-        assert error.value.body["param"] == "model"  # type: ignore[index]
+        body = error.value.body
+        assert isinstance(body, dict) and body["param"] == "model"
         assert inline_only.requests == []
 
 
