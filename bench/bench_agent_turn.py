@@ -34,9 +34,10 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.bench_gateway import floor_proxy, free_port, keep_alive_client, percentile, process
+from bench.bench_gateway import floor_proxy, keep_alive_client, percentile, process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from lsp_server.gateway.responses_request import parse_responses_body
+from tests.support.ports import free_port
 
 WARMUP_REQUESTS = 20
 # Instructions and tools of the size Codex CLI sends (about 40 KB in all).
