@@ -52,6 +52,12 @@ class LocalModel(Backend):
         a model not yet loaded."""
         return False
 
+    @property
+    def next_edit_supported(self) -> bool | None:
+        """Whether next edits are asked of this model; None while that depends on a model not
+        yet loaded."""
+        return True
+
     def start_loading(self) -> None:
         """Begin loading in the background; does nothing if loading already began."""
 
