@@ -1,7 +1,7 @@
 """Benchmark of the in-process llama.cpp backend; prints a table.
 
     python bench/bench_local.py [--threads N] [--tokens N] [--sweep-threads]
-    python bench/bench_local.py --levers qwen2.5-coder-1.5b [--threads N]
+    python bench/bench_local.py --levers qwen2.5-coder-1.5b [--threads N] [--keystrokes N]
 
 - decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
   same prompt, same settings, same run (target: at least 95 %);
@@ -9,7 +9,10 @@
   the KV cache (target: at most 40 % of cold);
 - resident memory with the model loaded;
 - with `--sweep-threads`: a whole suggestion's time per `n_threads` while one core is busy,
-  which is how the default `n_threads` was chosen.
+  which is how the default `n_threads` was chosen;
+- with `--levers PRESET`: each lever (threads, flash attention, batch sizes, prompt-lookup
+  decoding, a single-line stop, a capped suffix) on PRESET's cold prompt and warm keystrokes,
+  idle and with one core busy, against the shipped settings in the same run.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -131,29 +135,50 @@ async def sweep_threads(path: Path) -> None:
         print(f"{count:>9}  {cold_s * 1000:>8.0f} ms  {warm_s * 1000:>11.0f} ms{mark}")
 
 
-# --levers: what llama.cpp is asked to do differently, as llama_cpp.Llama arguments.
-LEVERS: dict[str, dict[str, object]] = {
-    "baseline": {},
-    "flash_attn": {"flash_attn": True},
-    "n_batch=n_ubatch=128": {"n_batch": 128, "n_ubatch": 128},
-    "prompt lookup, 2 tokens": {"draft": 2},
-}
-LEVER_KEYSTROKES = 6  # warm keystrokes per lever and load, typed one character at a time
+# --levers: each lever is what the server would do differently, against the shipped settings.
+# Levers on the model are extra `llama_cpp.Llama` arguments or the thread count (a backend of
+# their own); levers on the request share the baseline's backend.
+@dataclass(frozen=True, slots=True)
+class Lever:
+    name: str
+    llama: dict[str, object] = field(default_factory=dict)  # extra `Llama` arguments
+    threads: int | None = None  # None: `--threads`
+    draft_tokens: int = 0  # prompt-lookup speculative decoding with this many draft tokens
+    single_line: bool = False  # the request ends at the line's end
+    suffix_lines: int | None = None  # the suffix cut to the line's rest and this many lines
+
+    @property
+    def own_backend(self) -> bool:
+        return bool(self.llama or self.threads or self.draft_tokens)
 
 
-def _with_lever(lever: dict[str, object]) -> contextlib.AbstractContextManager[None]:
+LEVERS = (
+    Lever("baseline (shipped)"),
+    Lever("2 threads", threads=2),
+    Lever("flash attention", llama={"flash_attn": True}),
+    Lever("n_batch=n_ubatch=64", llama={"n_batch": 64, "n_ubatch": 64}),
+    Lever("prompt lookup, 2 drafts", draft_tokens=2),
+    Lever("single-line stop", single_line=True),
+    Lever("suffix: line + 3 lines", suffix_lines=3),
+)
+
+
+def _with_lever(lever: Lever) -> contextlib.AbstractContextManager[None]:
     """Open models with `lever`'s extra `Llama` arguments (the bench's only way in)."""
     import llama_cpp
 
     original = llama_cpp.Llama.__init__
-    options = dict(lever)
-    draft = options.pop("draft", None)
+    options = dict(lever.llama)
+    if lever.draft_tokens:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        options["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=lever.draft_tokens)
+        # A draft model needs every token's logits. llama-cpp-python turns them on for one but
+        # sizes its logits array by the `logits_all` argument (n_batch rows), so a prompt longer
+        # than n_batch fails to store its logits unless the argument says so too.
+        options["logits_all"] = True
 
     def patched(self: object, *args: object, **kwargs: object) -> None:
-        if draft:
-            from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-            kwargs["draft_model"] = LlamaPromptLookupDecoding(num_pred_tokens=int(draft))  # type: ignore[call-overload]
         original(self, *args, **{**kwargs, **options})  # type: ignore[arg-type]
 
     @contextlib.contextmanager
@@ -167,95 +192,113 @@ def _with_lever(lever: dict[str, object]) -> contextlib.AbstractContextManager[N
     return applied()
 
 
-async def keystroke_s(backend: LocalBackend, prefix: str, suffix: str) -> float:
-    """A whole suggestion, as an editor's keystroke asks for it."""
-    request = CompletionRequest(prefix=prefix, suffix=suffix, max_tokens=32, stop=("\n\n\n",))
+async def keystroke_s(
+    backend: LocalBackend, prefix: str, suffix: str, *, single_line: bool = False
+) -> float:
+    """A whole suggestion, as an editor's keystroke asks for it (a line-end cursor may be
+    answered with more lines, within the shipped line time)."""
+    request = CompletionRequest(
+        prefix=prefix,
+        suffix=suffix,
+        max_tokens=32,
+        stop=("\n\n\n",),
+        single_line=single_line,
+    )
     start = time.perf_counter()
     async for _ in backend.complete(request):
         pass
     return time.perf_counter() - start
 
 
-STEPS_PROMPT_TOKENS = 768  # the shipped `window_tokens`
-
-
-def prompt_read_rates(path: Path, threads: int) -> tuple[float, float, int]:
-    """Prompt tokens read per second in one batch (llama-cpp-python's `n_batch`, 512) and in
-    the steps the server reads in (`prompt_steps`), rounds interleaved; the best of each."""
-    import threading
-
-    from lsp_server.backends.local.prompt_steps import read_prompt
-
-    llm = open_model(path, LocalConfig(model_path=str(path), n_threads=threads))
-    prompt = llm.tokenize(DOCUMENT.encode(), add_bos=True)[:STEPS_PROMPT_TOKENS]
-    whole: list[float] = []
-    steps: list[float] = []
-    for _ in range(ROUNDS):
-        llm.reset()
-        start = time.perf_counter()
-        llm.eval(prompt)
-        whole.append(len(prompt) / (time.perf_counter() - start))
-        llm.reset()
-        start = time.perf_counter()
-        read_prompt(llm, [*prompt, 0], threading.Event())  # the last token is left to generation
-        steps.append(len(prompt) / (time.perf_counter() - start))
-    llm.close()
-    return max(whole), max(steps), len(prompt)
-
-
-async def levers(preset_name: str, threads: int) -> None:
-    """Cold prompt and warm keystrokes per lever, idle and with one core busy, interleaved."""
-    from lsp_server.backends.bundled_model import ensure_preset_model
-    from lsp_server.backends.local.prompt_steps import STEP_TOKENS
-    from lsp_server.backends.model_presets import PRESETS
-    from tests.support.busy_machine import one_core_busy
-
-    path = ensure_preset_model(PRESETS[preset_name])
-    whole_tps, steps_tps, read_tokens = prompt_read_rates(path, threads)
-    backends: dict[str, LocalBackend] = {}
-    for name, lever in LEVERS.items():
-        with _with_lever(lever):
-            backend = LocalBackend(
-                LocalConfig(model_path=str(path), n_threads=threads, deadline_ms=NO_DEADLINE_MS)
-            )
-            await backend.ensure_loaded()
-        backends[name] = backend
+def _lever_document() -> tuple[str, str, str]:
+    """Prefix, typed text and suffix: the cursor after a line's indentation mid-file."""
     lines = DOCUMENT.splitlines(keepends=True)
     cut = sum(len(line) for line in lines[: len(lines) // 2])
     while DOCUMENT[cut] in " \n":
         cut += 1
     line_end = DOCUMENT.index("\n", cut)
-    typed = DOCUMENT[cut:line_end]
-    prefix, suffix = DOCUMENT[:cut], DOCUMENT[line_end : line_end + 1500]
+    return DOCUMENT[:cut], DOCUMENT[cut:line_end], DOCUMENT[line_end : line_end + 1500]
+
+
+def _cut_suffix(suffix: str, lines: int | None) -> str:
+    if lines is None:
+        return suffix
+    return "".join(suffix.splitlines(keepends=True)[: lines + 1])
+
+
+async def levers(preset_name: str, threads: int, keystrokes: int) -> None:
+    """Cold prompt and warm keystrokes per lever, idle and with one core busy, interleaved."""
+    from lsp_server.backends.bundled_model import ensure_preset_model
+    from lsp_server.backends.model_presets import PRESETS
+    from tests.support.busy_machine import one_core_busy
+
+    load_before = os.getloadavg()[0]
+    path = ensure_preset_model(PRESETS[preset_name])
+    backends: dict[str, LocalBackend] = {}
+    for lever in LEVERS:
+        if not lever.own_backend and lever is not LEVERS[0]:
+            backends[lever.name] = backends[LEVERS[0].name]
+            continue
+        with _with_lever(lever):
+            backend = LocalBackend(
+                LocalConfig(
+                    model_path=str(path),
+                    n_threads=lever.threads or threads,
+                    deadline_ms=NO_DEADLINE_MS,
+                )
+            )
+            await backend.ensure_loaded()
+        backends[lever.name] = backend
+    prefix, typed, suffix = _lever_document()
     cold: dict[str, float] = {}
     warm: dict[tuple[str, bool], list[float]] = {}
-    for name, backend in backends.items():
-        cold[name] = await keystroke_s(backend, prefix, suffix)
-    for count in range(1, LEVER_KEYSTROKES + 1):
+    # Request levers on the shared backend first: each one's cold prompt is evicted after it.
+    for lever in sorted(LEVERS, key=lambda lever: lever.own_backend or lever is LEVERS[0]):
+        backend = backends[lever.name]
+        await keystroke_s(backend, THROUGHPUT_PROMPT, "")  # evict any document
+        cold[lever.name] = await keystroke_s(
+            backend, prefix, _cut_suffix(suffix, lever.suffix_lines), single_line=lever.single_line
+        )
+    warm_levers = [lever for lever in LEVERS if lever.suffix_lines is None]
+    for count in range(1, keystrokes + 1):
         for busy in (False, True):
             with one_core_busy() if busy else contextlib.nullcontext():
-                for name, backend in backends.items():
-                    seconds = await keystroke_s(backend, prefix + typed[:count], suffix)
-                    warm.setdefault((name, busy), []).append(seconds)
-    for backend in backends.values():
+                for lever in warm_levers:
+                    seconds = await keystroke_s(
+                        backends[lever.name],
+                        prefix + typed[:count],
+                        suffix,
+                        single_line=lever.single_line,
+                    )
+                    warm.setdefault((lever.name, busy), []).append(seconds)
+    for backend in set(backends.values()):
         await backend.aclose()
     import llama_cpp
 
     print(llama_cpp.llama_print_system_info().decode().strip())
     print(
-        f"{preset_name}, {threads} thread(s); a whole suggestion; warm: {LEVER_KEYSTROKES} "
-        "keystrokes typed one character at a time, idle and one core busy interleaved"
+        f"{preset_name}, {threads} thread(s) unless the lever says; load average "
+        f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after; a whole suggestion "
+        f"(32 tokens at most, more lines for 0.75 s); warm: {keystrokes} keystrokes typed one "
+        "character at a time after the cold request, idle and one core busy interleaved"
     )
-    print(f"{'lever':<24} {'cold s':>7} {'warm p50 idle':>13} {'warm p50 busy':>13}  ratio")
-    base = statistics.median(warm[("baseline", False)])
-    for name in backends:
-        idle = statistics.median(warm[(name, False)])
-        busy_s = statistics.median(warm[(name, True)])
-        print(f"{name:<24} {cold[name]:>7.1f} {idle:>13.2f} {busy_s:>13.2f}  {idle / base:.2f}")
     print(
-        f"reading {read_tokens} prompt tokens, best of {ROUNDS}: {whole_tps:.0f} t/s in one batch, "
-        f"{steps_tps:.0f} t/s in steps of {STEP_TOKENS} ({steps_tps / whole_tps:.0%})"
+        f"{'lever':<24} {'cold s':>7} {'warm p50 idle':>13} {'warm p50 busy':>13} "
+        f"{'idle/base':>9} {'busy/base':>9}"
     )
+    base = LEVERS[0].name
+    base_idle = statistics.median(warm[(base, False)])
+    base_busy = statistics.median(warm[(base, True)])
+    for lever in LEVERS:
+        if lever.suffix_lines is not None:
+            print(f"{lever.name:<24} {cold[lever.name]:>7.1f}  (warm: the baseline's prompt)")
+            continue
+        idle = statistics.median(warm[(lever.name, False)])
+        busy_s = statistics.median(warm[(lever.name, True)])
+        print(
+            f"{lever.name:<24} {cold[lever.name]:>7.1f} {idle:>13.2f} {busy_s:>13.2f} "
+            f"{idle / base_idle:>9.2f} {busy_s / base_busy:>9.2f}"
+        )
 
 
 async def main() -> None:
@@ -272,9 +315,12 @@ async def main() -> None:
         metavar="PRESET",
         help="compare llama.cpp settings on PRESET's warm keystroke, idle and one core busy",
     )
+    parser.add_argument(
+        "--keystrokes", type=int, default=8, help="warm keystrokes per lever and load (--levers)"
+    )
     args = parser.parse_args()
     if args.levers:
-        await levers(args.levers, args.threads)
+        await levers(args.levers, args.threads, args.keystrokes)
         return
     if args.sweep_threads:
         await sweep_threads(ensure_bundled_model())

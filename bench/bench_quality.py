@@ -161,6 +161,9 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
         local += f"deadline_ms = {args.answer_deadline_ms}\n"
     if args.window_tokens is not None:
         local += f"window_tokens = {args.window_tokens}\n"
+    if condition.context and args.first is None:
+        # Context on is a budget: the presets' own is 0, where context measured no help.
+        local += f"context_tokens = {args.context_tokens}\n"
     return routing + local
 
 
@@ -595,6 +598,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=None,
         help="[local] window_tokens for the server (default: the shipped value)",
+    )
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=256,
+        help="[local] context_tokens with context on (not with --first, which ships the preset's)",
     )
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import openai
@@ -32,7 +33,7 @@ def client(server: FakeLLMServer) -> Iterator[httpx.Client]:
         yield http
 
 
-def sse_payloads(client: httpx.Client, path: str, body: dict) -> list[tuple[str, str]]:
+def sse_payloads(client: httpx.Client, path: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     with connect_sse(client, "POST", path, json=body) as events:
         return [(event.event, event.data) for event in events.iter_sse()]
 

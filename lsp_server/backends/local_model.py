@@ -58,6 +58,11 @@ class LocalModel(Backend):
         yet loaded."""
         return True
 
+    @property
+    def context_tokens(self) -> int:
+        """Tokens of context beyond the file its prompts take (the model in use decides)."""
+        return 0
+
     def start_loading(self) -> None:
         """Begin loading in the background; does nothing if loading already began."""
 

@@ -54,7 +54,7 @@ class ProbeResult:
     hint: str = ""
 
 
-def run_doctor(config: Config, *, load_local: bool) -> int:
+def run_doctor(config: Config, *, load_local: bool, recalibrate: bool = False) -> int:
     source = config.source or "none (defaults: the bundled local model alone)"
     print(f"configuration: {source}")
     for endpoint, variable in missing_api_keys(config):
@@ -73,7 +73,7 @@ def run_doctor(config: Config, *, load_local: bool) -> int:
         if result.hint:
             print(f"hint: {result.name}: {result.hint}")
     if config.local.enabled and load_local:
-        print_local_choice(config.local)
+        print_local_choice(config.local, recalibrate=recalibrate)
     return 0 if results and all(r.ok for r in results) else 1
 
 

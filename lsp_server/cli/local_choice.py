@@ -2,8 +2,9 @@
 `[local] model = "auto"` picks from it, the switches running servers made, and how to install
 a better preset.
 
-Presets installed but not yet calibrated are measured here (a second or two each): doctor is
-no keystroke, and the figures are kept for the servers that start later.
+Presets installed but not yet calibrated are measured here (a second or two each), and with
+`--recalibrate` every installed one: doctor is no keystroke, and the figures are kept for the
+servers that start later.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from lsp_server.config.model import LOCAL_MODEL_AUTO, LocalConfig
 from lsp_server.routing.status_file import read_running
 
 
-def print_local_choice(config: LocalConfig) -> None:
-    found = _calibrated(config)
+def print_local_choice(config: LocalConfig, *, recalibrate: bool = False) -> None:
+    found = _calibrated(config, recalibrate)
     deadline = config.deadline_ms
     print()
     print(f"local presets on this machine (n_threads {config.n_threads or 'all cores'}):")
@@ -43,10 +44,10 @@ def print_local_choice(config: LocalConfig) -> None:
     _print_switches()
 
 
-def _calibrated(config: LocalConfig) -> list[Candidate]:
+def _calibrated(config: LocalConfig, again: bool) -> list[Candidate]:
     found = candidates(config)
     for candidate in found:
-        if candidate.installed and candidate.speed is None:
+        if candidate.installed and (again or candidate.speed is None):
             print(f"calibrating {candidate.preset.name} ...", file=sys.stderr)
             try:
                 calibrate(candidate.preset, config)

@@ -139,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", parents=[common], help="check the configuration, endpoints and local model"
     )
     doctor.add_argument("--no-local", action="store_true", help="skip loading the local model")
+    doctor.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="measure every installed local preset again (figures kept from a busier day)",
+    )
     doctor.set_defaults(run=_run_doctor)
 
     stats = commands.add_parser("stats", parents=[common], help="routing statistics")
@@ -223,7 +228,7 @@ def _run_complete(args: argparse.Namespace, config: Config) -> int:
 def _run_doctor(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.doctor import run_doctor
 
-    return run_doctor(config, load_local=not args.no_local)
+    return run_doctor(config, load_local=not args.no_local, recalibrate=args.recalibrate)
 
 
 def _run_model_pull(args: argparse.Namespace, config: Config) -> int:

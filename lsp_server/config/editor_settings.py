@@ -120,8 +120,15 @@ def _screen_knob(file_config: Config, section: str, key: str, value: Any) -> Any
     if (section, key) == ("local", "context_tokens"):
         if not isinstance(value, int) or isinstance(value, bool):
             return value  # validation reports the type
-        if value <= file_config.local.context_tokens:
+        in_file = file_config.local.context_tokens
+        if value <= (in_file if in_file is not None else 0):
             return value
+        if in_file is None:
+            return RefusedSetting(
+                dotted,
+                "the config file leaves the context budget to the model's preset; "
+                "an editor may only turn it off (0)",
+            )
         return RefusedSetting(dotted, "an editor may lower the context budget, not raise it")
     if (section, key) == ("local", "model_path"):
         return RefusedSetting(dotted, "model paths come only from the config file")

@@ -123,8 +123,10 @@ class LocalConfig:
     deadline_ms: int = 1500
     max_tokens: int = 32  # inline suggestions from the local model
     # Tokens of context beyond the file in the local model's prompt: a CPU model reads every
-    # one of them before its first token, so its budget is small.
-    context_tokens: int = 256
+    # one of them before its first token, so its budget is small. None: the preset's own
+    # (`ModelPreset.context_tokens`, 0 where bench_quality found context no help), and
+    # `OWN_MODEL_CONTEXT_TOKENS` for a model_path.
+    context_tokens: int | None = None
     # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
     # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
     tool_calls: LocalToolCalls = "auto"

@@ -130,8 +130,11 @@ class ContextStore:
         self, uri: str, text: str, window: tuple[int, int], offset: int, budget_tokens: int
     ) -> tuple[ContextChunk, ...]:
         """The chunks for a prompt at `offset` in `uri`, best first, within `budget_tokens`.
-        `window` is the prompt window's (start, end) offsets: chunks of this document that
-        overlap it would repeat it, and are left out."""
+        `window` is the prompt window's (start, end) offsets: recent edits of this document
+        that overlap it would repeat it, and are left out; so are the ring's chunks of this
+        document, wherever they lie: its text reaches the prompt through the window, and a
+        model reading another part of the same file tends to echo it (a backend's window may
+        also be smaller than the request's)."""
         if budget_tokens <= 0 or len(text) > self.settings.max_document_chars or not self.enabled:
             return ()
         first_line, after_last = _line_span(text, window)
@@ -145,7 +148,7 @@ class ContextStore:
 
         candidates = [
             *self._definitions.get(uri, ()),
-            *(chunk for chunk in self.ring if not repeats_window(chunk)),
+            *(chunk for chunk in self.ring if chunk.uri != uri),
             *(chunk for chunk in self.edits if not repeats_window(chunk)),
         ]
         given = self._given.get(uri)

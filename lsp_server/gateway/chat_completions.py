@@ -231,15 +231,15 @@ class ChatCompletions:
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    yield sse_event(openai_error(failed).body())
-                    yield SSE_DONE
+                    yield sse_event(openai_error(failed).body()) + SSE_DONE
                     return
                 charge(meter, routed, chat)
-                yield sse_event(chat_chunk(ids, model, {}, routed.finish_reason))
+                ending = [sse_event(chat_chunk(ids, model, {}, routed.finish_reason))]
                 if body.include_usage:
                     usage, _ = usage_of(routed, chat)
-                    yield sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage))
-                yield SSE_DONE
+                    usage_event = usage_chunk(ids, model, "chat.completion.chunk", usage)
+                    ending.append(sse_event(usage_event))
+                yield b"".join([*ending, SSE_DONE])  # one write for the stream's end
             finally:
                 feed.stop()
 

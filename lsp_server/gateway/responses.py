@@ -54,7 +54,7 @@ from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_request import ResponsesRequest, parse_responses_body
 from lsp_server.gateway.responses_stream import ResponseStream
-from lsp_server.gateway.sse import event_stream, named_sse_event
+from lsp_server.gateway.sse import event_stream, named_sse_event, named_sse_events
 from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
@@ -159,8 +159,7 @@ class Responses:
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                for event in answer.opening():
-                    yield named_sse_event(event)
+                yield named_sse_events(answer.opening())
                 async for piece in feed.events():
                     if isinstance(piece, ToolCallDelta):
                         out = answer.tool_call(
@@ -171,13 +170,11 @@ class Responses:
                         )
                     else:
                         out = answer.text(piece)
-                    for event in out:
-                        yield named_sse_event(event)
+                    yield named_sse_events(out)
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    for event in answer.fail(*responses_failure(failed)):
-                        yield named_sse_event(event)
+                    yield named_sse_events(answer.fail(*responses_failure(failed)))
                     return
                 answer.model = routed.endpoint
                 charge(meter, routed, chat)
@@ -185,8 +182,7 @@ class Responses:
                 ending = answer.complete(
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
                 )
-                for event in ending:
-                    yield named_sse_event(event)
+                yield named_sse_events(ending)
             finally:
                 feed.stop()
 

@@ -27,6 +27,12 @@ def named_sse_event(event: dict[str, Any]) -> bytes:
     return b"event: %s\ndata: %s\n\n" % (event["type"].encode(), json_codec.dumps(event))
 
 
+def named_sse_events(events: list[dict[str, Any]]) -> bytes:
+    """Events made at the same moment, as one write: each write is a message through every
+    ASGI layer and a system call, and a Responses turn opens and ends with several at once."""
+    return b"".join(map(named_sse_event, events))
+
+
 def event_stream(
     events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
 ) -> StreamingResponse:

@@ -21,6 +21,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lsp_server.config.model import BudgetPeriod, Config, Limits, Price
 from lsp_server.limits.ledger import LocalLedger, UsageEntry, now_ms, summarize
@@ -38,7 +39,10 @@ from lsp_server.limits.quota import (
     reserve_tokens,
     utc_now,
 )
-from lsp_server.limits.shared_store import LatencyObserver, SharedStore
+
+# redis-py is imported by a gateway that shares state, never by an editor's server.
+if TYPE_CHECKING:
+    from lsp_server.limits.shared_store import LatencyObserver, SharedStore
 
 MAX_LEDGER_ENTRIES_READ = 1_000_000
 SETTLE_WAIT_S = 2.0  # at shutdown, for settlements still on their way
@@ -90,6 +94,8 @@ class Limiter:
 
     def share(self, url: str, password: str | None, observe: LatencyObserver) -> None:
         """Count in Redis at `url` from now on; call on the event loop that serves requests."""
+        from lsp_server.limits.shared_store import SharedStore
+
         store = SharedStore(url, password)
         store.observe = observe
         store.start()

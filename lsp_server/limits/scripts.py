@@ -96,21 +96,32 @@ if budget >= 0 then total = tonumber(redis.call('GET', KEYS[4]) or '0') end
 return {refused, math.ceil(wait / 1000), r_left, r_reset, t_left, t_reset, total}
 """
 
-# KEYS: epoch, ledger, then each budget's key, then each settlement's tokens TAT and leases.
+# KEYS: epoch, ledger, the gateway's last settled call, then each budget's key, then each
+#       settlement's tokens TAT and leases.
 # ARGV: the epoch the gateway knows, the ledger's oldest id to keep, how many budgets,
-#       settlements and ledger entries, the fields of a ledger entry; then per budget the
-#       micro-dollars to add and the key's ttl s; per settlement tpm, the tokens to add (a refund
-#       is negative) and the lease id; per ledger entry its fields and values.
+#       settlements and ledger entries, the fields of a ledger entry, the call's number (the
+#       gateway's calls count up from 1); then per budget the micro-dollars to add and the key's
+#       ttl s; per settlement tpm, the tokens to add (a refund is negative) and the lease id; per
+#       ledger entry its fields and values.
 # What one gateway settled since its last call: reservations become what was used (unused
 # tokens and money go back, more is charged), leases end, entries join the ledger. Counts only
 # in the known epoch (returns {0} then, having written the ledger alone); else {1, and each
-# budget's micro-dollars after}.
+# budget's micro-dollars after}. A call whose number was settled already (its reply was lost on
+# the way, and the gateway sent it again) changes nothing and answers the same way; the number
+# is kept a week after the gateway's last call.
 SETTLE = """
 local same = redis.call('GET', KEYS[1]) == ARGV[1]
 local n_money, n_settle, n_entries = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local width = 2 * tonumber(ARGV[6])
-local a, k = 7, 2
+local number = tonumber(ARGV[7])
+local a, k = 8, 3
 local totals = {1}
+if tonumber(redis.call('GET', KEYS[3]) or '0') >= number then
+  if not same then return {0} end
+  for i = 1, n_money do totals[i + 1] = tonumber(redis.call('GET', KEYS[k + i]) or '0') end
+  return totals
+end
+redis.call('SET', KEYS[3], number, 'EX', 604800)
 if same then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -11,7 +11,9 @@ Settlements never wait on Redis and are never lost to an outage. `settle` record
 owes the shared state (its reservation set to what it used, its charge to a budget, its ledger
 entry) and one background task sends everything owed in one script call, again and again while
 more comes; while Redis is unreachable the debts wait (bounded) and go when it answers again.
-Money owed is summed per budget key, so no outage loses a charge however long it lasts. The
+Money owed is summed per budget key, so no outage loses a charge however long it lasts. Nor is
+one charged twice: each call is numbered, and a call whose reply was lost (Redis may have run
+it) is sent again as it was, first, and Redis runs a number once. The
 gateway also keeps what it last saw in each budget (every admission and settlement reads it)
 and the reservations it holds: when Redis comes back empty (a restart without persistence; a
 new epoch, see `scripts`), it puts back each budget as it saw it plus what it owes since, and
@@ -147,6 +149,10 @@ class SharedStore:
         self._held: dict[str, Ask] = {}  # lease id -> the reservation this gateway holds
         self._seen: dict[str, _Money] = {}  # budget key -> its micro-dollars at the last call
         self._debts = _Debts.empty()
+        # The last settle call whose reply never came, with its number: Redis may have run it,
+        # so it is sent again as it was, first, and Redis tells whether it ran (never twice).
+        self._unanswered: tuple[int, _Debts] | None = None
+        self._calls_settled = 0
         self._dropped_entries_warned = False
         self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
         self._sender: asyncio.Task[None] | None = None
@@ -245,7 +251,8 @@ class SharedStore:
 
     def owed(self) -> int:
         """Settlements and ledger entries not yet in Redis."""
-        return len(self._debts.settlements) + len(self._debts.entries)
+        waiting = [self._debts] if self._unanswered is None else [self._debts, self._unanswered[1]]
+        return sum(len(debts.settlements) + len(debts.entries) for debts in waiting)
 
     def _saw(self, key: str, micros: int, ttl_s: int) -> None:
         if key not in self._seen:
@@ -255,17 +262,21 @@ class SharedStore:
         self._seen[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
 
     def _start_sending(self) -> None:
-        if self.up and self._debts and (self._sender is None or self._sender.done()):
+        owing = self._debts or self._unanswered is not None
+        if self.up and owing and (self._sender is None or self._sender.done()):
             self._sender = asyncio.get_running_loop().create_task(self._send_debts())
 
     async def _send_debts(self) -> None:
         async with self._lock:
-            while self.up and self._debts:
-                debts = self._debts.take()
-                reply = await self._call("settle", self._settle_call(debts))
+            while self.up and (self._debts or self._unanswered is not None):
+                if self._unanswered is None:
+                    self._calls_settled += 1
+                    self._unanswered = (self._calls_settled, self._debts.take())
+                number, debts = self._unanswered
+                reply = await self._call("settle", self._settle_call(number, debts))
                 if reply is None:
-                    self._debts.give_back(debts)  # down: sent again when Redis answers
-                    return
+                    return  # down: sent again, as it is, when Redis answers
+                self._unanswered = None
                 if not int(reply[0]):  # an epoch new to this gateway: the ledger went in
                     debts.entries.clear()
                     self._debts.give_back(debts)
@@ -275,8 +286,8 @@ class SharedStore:
                 for (key, money), total in zip(debts.money.items(), reply[1:], strict=True):
                     self._saw(key, int(total), money.ttl_s)
 
-    def _settle_call(self, debts: _Debts) -> Any:
-        keys = [EPOCH_KEY, LEDGER_KEY, *debts.money]
+    def _settle_call(self, number: int, debts: _Debts) -> Any:
+        keys = [EPOCH_KEY, LEDGER_KEY, f"{PREFIX}settled:{self.gateway_id}", *debts.money]
         oldest_ms = int((time.time() - LEDGER_RETENTION_S) * 1000)
         width = len(debts.entries[0]) // 2 if debts.entries else 0
         args: list[str | int] = [
@@ -286,6 +297,7 @@ class SharedStore:
             len(debts.settlements),
             len(debts.entries),
             width,
+            number,
         ]
         for money in debts.money.values():
             args += [money.micros, money.ttl_s]
@@ -306,6 +318,9 @@ class SharedStore:
 
     async def _reconcile_locked(self) -> bool:
         first = self.epoch is None  # nothing counted here yet: nothing to put back
+        if self._unanswered is not None:  # a new epoch holds nothing of it: owed again
+            self._debts.give_back(self._unanswered[1])
+            self._unanswered = None
         money: dict[str, _Money] = {} if first else dict(self._seen)
         for key, owed in ({} if first else self._debts.money).items():
             seen = money.get(key)

@@ -218,8 +218,9 @@ class SuggestionService:
         """The largest context budget of those who may answer: each cuts its own from it."""
         config = self.router.config
         budgets = [e.context_tokens for e in config.endpoints_with_role("inline")]
-        if config.local.enabled:
-            budgets.append(config.local.context_tokens)
+        local = self.router.pool.local_model
+        if config.local.enabled and local is not None:
+            budgets.append(local.context_tokens)
         return max(budgets, default=0)
 
     def _max_tokens(self) -> int:

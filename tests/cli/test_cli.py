@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
@@ -19,8 +20,6 @@ from tests.support.lsp_session import (
     server_env,
 )
 from tests.support.mercury_upstream import finish_the_rename, user_content
-
-LOCAL_OFF = "[local]\nenabled = false\n"
 
 
 def gateway_ls(
@@ -67,7 +66,7 @@ def test_complete_prints_one_suggestion(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         assert result.stdout == "return a + b\n"
         assert "fake" in result.stderr  # which endpoint answered, on stderr
-        assert endpoint.requests[-1].json["prompt"] == "def add(a, b):\n    "
+        assert endpoint.requests[-1].payload["prompt"] == "def add(a, b):\n    "
 
 
 def test_complete_reads_the_definitions_the_file_imports(tmp_path: Path) -> None:
@@ -81,7 +80,7 @@ def test_complete_reads_the_definitions_the_file_imports(tmp_path: Path) -> None
         config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("fake", endpoint.base_url))
         result = gateway_ls(tmp_path, "--config", str(config), "complete", f"{source}:3:11")
         assert result.returncode == 0, result.stderr
-    prompt = endpoint.requests[-1].json["prompt"]
+    prompt = endpoint.requests[-1].payload["prompt"]
     assert prompt.startswith(
         "# path: geometry.py\ndef hypotenuse(a: float, b: float) -> float:\n"
         '    """The long side."""\n\n# path: use.py\n'
@@ -110,7 +109,7 @@ def test_complete_next_edit_prints_the_edit_as_a_unified_diff(tmp_path: Path) ->
             f"{source}:1:17",
             env={"INCEPTION_API_KEY": "test-key"},
         )
-        asked = user_content(mercury.requests[-1].json)
+        asked = user_content(mercury.requests[-1].payload)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         f"--- a/{source}\n+++ b/{source}\n@@ -1,3 +1,3 @@\n def scale(amount, factor):\n"
@@ -184,7 +183,7 @@ def test_doctor_makes_the_routers_call_and_fails_when_any_endpoint_fails(tmp_pat
             + endpoint_toml("nov1", endpoint.root_url),
         )
         result = gateway_ls(tmp_path, "--config", str(config), "doctor")
-        calls = [(r.path, r.json) for r in endpoint.requests if r.method == "POST"]
+        calls = [(r.path, r.payload) for r in endpoint.requests if r.method == "POST"]
     assert result.returncode == 1
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
     assert "FIM /completions" in rows["up"] and " ok " in rows["up"] and "yes" in rows["up"]

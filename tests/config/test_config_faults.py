@@ -12,7 +12,6 @@ import itertools
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -25,6 +24,7 @@ from tests.support.lsp_session import (
     inline_completion,
     lsp_session,
     open_document,
+    server_status,
 )
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
@@ -43,20 +43,15 @@ def errors(client: LanguageClient) -> list[str]:
     return [m.message for m in client.messages if m.type == types.MessageType.Error]
 
 
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
-
-
 async def served_by(client: LanguageClient, tmp_path: Path) -> str | None:
     """Ask for a suggestion in a fresh document; the endpoint that answered it."""
     uri = (tmp_path / f"doc{next(_documents)}.py").as_uri()
     open_document(client, uri, "value = \n")
     result = await inline_completion(client, uri, 0, 8)
     assert result is not None and result.items, "the keystroke was not served"
-    decisions = [d for d in (await status(client))["decisions"] if d["uri"] == uri]
-    return decisions[-1]["endpoint"]
+    decisions = [d for d in (await server_status(client))["decisions"] if d["uri"] == uri]
+    endpoint: str | None = decisions[-1]["endpoint"]
+    return endpoint
 
 
 async def until(predicate: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> bool:
@@ -144,7 +139,7 @@ async def test_a_file_caught_half_written_is_read_once_complete(tmp_path: Path) 
                 path.write_text(complete, encoding="utf-8")
 
                 async def switched(name: str = name) -> bool:
-                    return [e["name"] for e in (await status(client))["endpoints"]] == [name]
+                    return [e["name"] for e in (await server_status(client))["endpoints"]] == [name]
 
                 assert await until(switched), f"{name} never took effect"
                 assert await served_by(client, tmp_path) == name
@@ -169,7 +164,7 @@ async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
                 )
             )
             await told_once(client, 0, "routing.offline", "sometimes")
-            assert (await status(client))["offline"] == "auto"
+            assert (await server_status(client))["offline"] == "auto"
             assert await served_by(client, tmp_path) == "old"
 
             client.workspace_did_change_configuration(
@@ -179,7 +174,8 @@ async def test_invalid_editor_setting_is_refused_and_a_valid_one_applies(
             )
 
             async def applied() -> bool:
-                return (await status(client))["offline"] == "never"
+                offline: str = (await server_status(client))["offline"]
+                return offline == "never"
 
             assert await until(applied)
             assert len(errors(client)) == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.config.loader import ConfigError, load_config_file
+from lsp_server.config.loader import ConfigError, load_config_file, read_config_text
 from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 
@@ -198,7 +198,7 @@ async def test_a_write_landing_just_after_a_read_is_still_applied(
     the text read before it, or the save is never seen (the file then never changes again)."""
     from lsp_server.config import watcher as watcher_module
 
-    real_read = watcher_module.read_config_text
+    real_read = read_config_text  # what the watcher calls until it is patched below
     reads = 0
 
     def read_then_save(path: Path) -> str:

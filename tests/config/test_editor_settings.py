@@ -150,8 +150,9 @@ def test_invalid_and_unknown_settings_are_still_errors() -> None:
 
 
 def test_the_editor_may_narrow_context_but_never_widen_it() -> None:
+    budget = parse_config_text("[local]\ncontext_tokens = 256\n", file="config.toml")
     screened = screen_overrides(
-        FILE, {"routing": {"context": False}, "local": {"context_tokens": 64}}
+        budget, {"routing": {"context": False}, "local": {"context_tokens": 64}}
     )
     assert screened.allowed == {"routing": {"context": False}, "local": {"context_tokens": 64}}
     assert screened.refused == ()
@@ -163,12 +164,22 @@ def test_the_editor_may_narrow_context_but_never_widen_it() -> None:
     assert screened.allowed == {"routing": {}, "local": {}}
 
 
+def test_where_the_preset_decides_the_context_budget_an_editor_may_only_turn_it_off() -> None:
+    assert FILE.local.context_tokens is None
+    screened = screen_overrides(FILE, {"local": {"context_tokens": 64}})
+    assert [r.key for r in screened.refused] == ["local.context_tokens"]
+    assert "preset" in screened.refused[0].why
+    assert screen_overrides(FILE, {"local": {"context_tokens": 0}}).allowed == {
+        "local": {"context_tokens": 0}
+    }
+
+
 def test_context_budgets_are_checked() -> None:
     endpoint = '[[endpoints]]\nname = "e"\nkind = "openai"\nbase_url = "http://h/v1"\nmodel = "m"\n'
     parsed = parse_config_text(endpoint + "context_tokens = 2048\n", file="config.toml")
     assert parsed.endpoints[0].context_tokens == 2048
     assert parse_config_text(endpoint, file="c.toml").endpoints[0].context_tokens == 1024
-    assert Config().local.context_tokens == 256 and Config().routing.context is True
+    assert Config().local.context_tokens is None and Config().routing.context is True
     with pytest.raises(ConfigError) as caught:
         parse_config_text("[local]\ncontext_tokens = -1\n", file="config.toml")
     assert caught.value.key == "local.context_tokens"

@@ -3,6 +3,8 @@ keys mean no limit, bad values are errors naming file, line and key, and editors
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lsp_server.config.loader import ConfigError, merge_overrides, parse_config_text
@@ -90,7 +92,7 @@ def test_a_client_name_must_be_a_token_name() -> None:
         {"gateway": {"metrics_public": True}},
     ],
 )
-def test_editor_settings_never_set_limits(settings: dict) -> None:
+def test_editor_settings_never_set_limits(settings: dict[str, Any]) -> None:
     base = parse_config_text(TEAM, file="config.toml")
     with pytest.raises(ConfigError) as caught:
         merge_overrides(base, settings, origin="editor settings")

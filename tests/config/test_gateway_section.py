@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from lsp_server.config.loader import ConfigError, load_config_file, parse_config_text
+from lsp_server.config.model import GatewayConfig
 
 pytestmark = pytest.mark.unit
 
 
-def gateway(text: str):
+def gateway(text: str) -> GatewayConfig:
     return parse_config_text("[gateway]\n" + text, file="config.toml").gateway
 
 

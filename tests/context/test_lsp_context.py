@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -15,6 +14,7 @@ from tests.support.lsp_session import (
     inline_completion,
     lsp_session,
     open_document,
+    server_status,
 )
 
 ROUTING = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n[local]\nenabled = false\n"
@@ -28,10 +28,8 @@ SIGNATURE = "def frobnicate_widget(widget: Widget, *, force: float = 1.0) -> Wid
 
 
 async def context_status(client: LanguageClient) -> dict[str, Any]:
-    status = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
-    return status["context"]
+    context: dict[str, Any] = (await server_status(client))["context"]
+    return context
 
 
 async def settled(client: LanguageClient, **at_least: int) -> bool:
@@ -67,7 +65,7 @@ async def test_another_open_file_reaches_the_prompt(tmp_path: Path) -> None:
             assert await settled(client, chunks=2)
             answer = await inline_completion(client, main.as_uri(), *cursor_at_end(main_text))
             assert answer is not None and answer.items
-    prompt = endpoint.requests[-1].json["prompt"]
+    prompt = endpoint.requests[-1].payload["prompt"]
     assert SIGNATURE in prompt
     assert prompt.index("# path: widgets.py") < prompt.index("# path: main.py")
     assert prompt.endswith("# path: main.py\n" + main_text)
@@ -84,7 +82,7 @@ async def test_an_imported_definition_reaches_the_prompt_unopened(tmp_path: Path
             open_document(client, main.as_uri(), main_text)
             assert await settled(client, definitions=1)
             await inline_completion(client, main.as_uri(), *cursor_at_end(main_text))
-    prompt = endpoint.requests[-1].json["prompt"]
+    prompt = endpoint.requests[-1].payload["prompt"]
     assert "# path: shop/widgets.py\n" + SIGNATURE + '\n    """Turn a widget' in prompt
 
 
@@ -110,7 +108,7 @@ async def test_context_off_in_the_file_or_the_editor_sends_the_window_alone(
                 assert await settled(client)
                 assert (await context_status(client))["chunks"] == 0
                 await inline_completion(client, main.as_uri(), *cursor_at_end(main_text))
-            assert endpoint.requests[-1].json["prompt"] == main_text
+            assert endpoint.requests[-1].payload["prompt"] == main_text
 
 
 async def test_the_editor_cannot_turn_context_on_against_the_file(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import httpx
-from lsprotocol import types
 
 from lsp_server.reasons import Reason
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
@@ -19,6 +18,7 @@ from tests.support.lsp_session import (
     lsp_session,
     open_document,
     server_env,
+    server_status,
 )
 
 PREFIX = "def add(a, b):\n    "
@@ -54,9 +54,7 @@ async def _through_lsp(home: Path, source: Path, config: str) -> tuple[str, str,
         uri = source.as_uri()
         open_document(client, uri, source.read_text(encoding="utf-8"))
         result = await inline_completion(client, uri, 1, 4)
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        )
+        status = await server_status(client)
     assert result is not None and result.items
     decision = status["decisions"][-1]
     text = result.items[0].insert_text

@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import signal
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -148,5 +149,36 @@ async def test_what_a_budget_failing_open_let_through_is_charged_when_redis_is_b
         usage = await limiter.usage(dt.datetime.now(dt.UTC) - dt.timedelta(hours=1))
         assert usage["source"] == "shared"
         assert usage["rows"][0]["requests"] == 2
+    finally:
+        await limiter.aclose()
+
+
+async def test_a_settlement_whose_reply_was_lost_is_charged_once(
+    redis_server: RedisServer, store: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limiter = shared(limiter_for(LIMITS), redis_server.url)
+    try:
+        shared_store = limiter._shared
+        assert shared_store is not None
+        call = shared_store._call
+        lost: list[str] = []
+
+        async def reply_lost_once(name: str, redis_call: Any, **kwargs: Any) -> Any:
+            reply = await call(name, redis_call, **kwargs)
+            if name == "settle" and not lost:
+                lost.append(name)  # Redis ran it; the gateway never hears back
+                shared_store._down(TimeoutError("the reply was lost"))
+                return None
+            return reply
+
+        monkeypatch.setattr(shared_store, "_call", reply_lost_once)
+        admission = await limiter.admit(demand(chars=200))
+        assert admission.lease is not None and admission.lease.shared
+        limiter.settle(admission.lease, USED, 0.2)
+        await until(lambda: bool(lost), "the settlement was never sent")
+        assert held(store) == (COST, 0, 1)  # Redis ran it once
+        await until(lambda: is_up(limiter) and shared_store.owed() == 0, "never sent again")
+        assert held(store) == (COST, 0, 1)  # sent again, charged once
+        assert shared_store._seen[budget_key()].micros == COST
     finally:
         await limiter.aclose()

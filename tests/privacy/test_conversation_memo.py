@@ -117,7 +117,7 @@ def test_turn_by_turn_agrees_with_a_whole_scan(seed: int) -> None:
 
 def test_one_clients_verdicts_never_answer_anothers(monkeypatch: pytest.MonkeyPatch) -> None:
     scans: list[str] = []
-    real = conversation_memo.first_secret
+    real = first_secret  # what conversation_memo calls until it is patched below
 
     def counting(text: str, start: int = 0) -> object:
         scans.append(text)

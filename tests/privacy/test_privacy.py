@@ -35,6 +35,7 @@ from lsp_server.privacy.policy import (
 )
 from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.privacy.other_languages import NODE_MODULES, other_language_files
+from tests.support.config_text import AWS_KEY_ID
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +63,6 @@ def jwt() -> str:
     return f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part({'sub': '1234567890'})}.{fake(43)}"
 
 
-AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG" + "/bPxRfiCYEXAMPLEKEY"
 GITHUB_PAT = "ghp_" + fake(36)
 OPENAI_KEY = "sk-proj-" + fake(48, BASE62 + "_-")
@@ -71,7 +71,7 @@ PRIVATE_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{pem_body()}\n-----END RSA PRIV
 DB_PASSWORD = "hunter2" + "-Corr3ct"
 
 # (kind, text, the secret as it appears in the text)
-POSITIVES: list[tuple[str, str, str]] = [
+POSITIVES: list[tuple[str, str, str | None]] = [
     ("aws-access-key", f"aws_access_key_id = {AWS_KEY_ID}\n", AWS_KEY_ID),
     ("aws-access-key", f'client = boto3.client("s3", "{AWS_KEY_ID}")', AWS_KEY_ID),
     ("aws-secret-key", f"aws_secret_access_key = {AWS_SECRET}\n", AWS_SECRET),
@@ -199,7 +199,9 @@ def ordinary_python(size: int = 16 * 1024) -> str:
 
 
 def test_ordinary_python_source_has_no_findings() -> None:
-    assert find_secrets(inspect.getsource(inspect.getmodule(ArgumentParser))) == []
+    module = inspect.getmodule(ArgumentParser)
+    assert module is not None
+    assert find_secrets(inspect.getsource(module)) == []
     assert find_secrets(ordinary_python()) == []
 
 

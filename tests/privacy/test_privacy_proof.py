@@ -22,7 +22,6 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -31,7 +30,13 @@ from pytest_lsp import LanguageClient
 from lsp_server.privacy.secret_rules import find_secrets
 from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    inline_completion,
+    lsp_session,
+    open_document,
+    server_status,
+)
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
 KEY_VARIABLE = "GATEWAY_LS_PROOF_KEY"
@@ -253,8 +258,9 @@ async def ask_everything(client: LanguageClient, probe: Probe) -> int:
     outcome = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="gatewayLs.refactor", arguments=[target])
     )
+    assert isinstance(outcome, dict), outcome
     assert outcome["applied"] is False  # must stay local, and the local model is off
-    decisions = [d for d in (await status(client))["decisions"] if d["uri"] == probe.uri]
+    decisions = [d for d in (await server_status(client))["decisions"] if d["uri"] == probe.uri]
     assert decisions and all(d["reason"] == "sensitive" for d in decisions), decisions
     return 4
 
@@ -263,17 +269,12 @@ async def context_gathered(client: LanguageClient) -> bool:
     """Wait until the context store has gathered what was opened (the neighbour and the
     control make two chunks; no probe may make one)."""
     for _ in range(300):
-        context = (await status(client))["context"]
-        if context["gathering"] == 0 and context["chunks"] >= 2:
-            return context["chunks"] == 2
+        context = (await server_status(client))["context"]
+        chunks: int = context["chunks"]
+        if context["gathering"] == 0 and chunks >= 2:
+            return chunks == 2
         await asyncio.sleep(0.1)
     return False
-
-
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
 
 
 async def test_sensitive_content_never_reaches_the_endpoint(
@@ -340,7 +341,7 @@ async def test_sensitive_content_never_reaches_the_endpoint(
             requests += 1
             assert await log.wait_for("remote: auth: ")
 
-            assert api_key not in json.dumps(await status(client))
+            assert api_key not in json.dumps(await server_status(client))
             growth = memory.growth_mb()
 
     assert api_key not in log.text

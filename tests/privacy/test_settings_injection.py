@@ -24,6 +24,7 @@ from tests.support.lsp_session import (
     inline_completion,
     lsp_session,
     open_document,
+    server_status,
 )
 from tests.support.report import ServerLog
 
@@ -58,12 +59,6 @@ def warnings(client: LanguageClient) -> list[str]:
     return [m.message for m in client.messages if m.type == types.MessageType.Warning]
 
 
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
-
-
 @pytest.mark.parametrize("channel", ["initializationOptions", "didChangeConfiguration"])
 async def test_hostile_editor_settings_send_nothing_and_are_reported_once(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], channel: str
@@ -96,7 +91,7 @@ async def test_hostile_editor_settings_send_nothing_and_are_reported_once(
                 assert sum(f"gatewayLs.{key} " in message for message in told) == 1, key
             assert all(collector.base_url not in message for message in told)
 
-            report = await status(client)
+            report = await server_status(client)
             assert [e["name"] for e in report["endpoints"]] == ["mine"]
 
             env_doc = tmp_path / ".env"

@@ -30,6 +30,7 @@ from tests.support.lsp_session import (
     insert_text,
     lsp_session,
     open_document,
+    server_status,
 )
 from tests.support.refactor_session import (
     AREA_BODY,
@@ -69,12 +70,7 @@ def anthropic_config(name: str, server: FakeLLMServer) -> str:
 
 
 async def status(client: LanguageClient) -> dict[str, Any]:
-    return await asyncio.wait_for(
-        client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        ),
-        10,
-    )
+    return await asyncio.wait_for(server_status(client), 10)
 
 
 def refactor_progress(client: LanguageClient) -> list[Any]:
@@ -417,6 +413,7 @@ async def test_a_sensitive_document_is_refactored_by_the_local_model(
             result = await asyncio.wait_for(
                 client.workspace_execute_command_async(refactor_params(uri)), 120
             )
+            assert isinstance(result, dict), result
 
             if result["applied"]:
                 (edit,) = applied

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -28,7 +29,7 @@ from tests.support.refactor_session import (
 ANSWER = "```python\nreturn math.pi * self.r ** 2\n```\n"
 
 
-def chat_bodies(server: FakeLLMServer) -> list[dict]:
+def chat_bodies(server: FakeLLMServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if r.json and "messages" in r.json]
 
 
@@ -37,8 +38,8 @@ async def test_no_instruction_asks_with_the_ready_instructions(tmp_path: Path) -
     title, instruction = READY_INSTRUCTIONS[2]
     with FakeLLMServer(Behaviour(text=ANSWER)) as endpoint:
         async with lsp_session(tmp_path, config_text=refactor_config(("r", endpoint))) as client:
-
-            @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+            # pygls' `feature` decorator is unannotated.
+            @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)  # type: ignore[untyped-decorator]
             def choose(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
                 asked.append(params)
                 return types.MessageActionItem(title=title)
@@ -56,8 +57,8 @@ async def test_no_instruction_asks_with_the_ready_instructions(tmp_path: Path) -
 async def test_a_dismissed_question_runs_nothing(tmp_path: Path) -> None:
     with FakeLLMServer(Behaviour(text=ANSWER)) as endpoint:
         async with lsp_session(tmp_path, config_text=refactor_config(("r", endpoint))) as client:
-
-            @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+            # pygls' `feature` decorator is unannotated.
+            @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)  # type: ignore[untyped-decorator]
             def dismiss(params: types.ShowMessageRequestParams) -> None:
                 return None
 

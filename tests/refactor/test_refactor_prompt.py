@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lsp_server.backends.base import ChatMessage
 from lsp_server.refactor.prompt import (
+    CONTEXT_BUDGET_CHARS,
     READY_INSTRUCTIONS,
     SELECTION_END,
     SELECTION_START,
@@ -43,7 +45,13 @@ def far_away():
 '''
 
 
-def _messages(document: str, selected: str, language: str = "python", **kwargs: object):
+def _messages(
+    document: str,
+    selected: str,
+    language: str = "python",
+    *,
+    context_budget: int = CONTEXT_BUDGET_CHARS,
+) -> tuple[ChatMessage, ...]:
     start = document.index(selected)
     return build_refactor_messages(
         document_text=document,
@@ -52,7 +60,7 @@ def _messages(document: str, selected: str, language: str = "python", **kwargs: 
         language=language,
         path="src/shapes.py",
         instruction="Use ** for the square.",
-        **kwargs,
+        context_budget=context_budget,
     )
 
 

@@ -15,14 +15,19 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    inline_completion,
+    lsp_session,
+    open_document,
+    server_status,
+)
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
 DEADLINE_MS = 3000
@@ -88,7 +93,7 @@ async def switch_endpoints(client: LanguageClient, config: Path, entries: list[s
     ]
     config.write_text(ROUTING + "".join(entries), encoding="utf-8")
     deadline = time.monotonic() + 15
-    while (shown := [e["name"] for e in (await status(client))["endpoints"]]) != names:
+    while (shown := [e["name"] for e in (await server_status(client))["endpoints"]]) != names:
         assert time.monotonic() < deadline, f"the server never switched to {names}: {shown}"
         await asyncio.sleep(0.1)
 
@@ -119,12 +124,6 @@ async def timed_suggest(client: LanguageClient, method: str, uri: str) -> str:
     elapsed = time.monotonic() - started
     assert elapsed < DEADLINE_MS / 1000 + MARGIN_S, f"{method} answered after {elapsed:.1f} s"
     return text
-
-
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
 
 
 @pytest.mark.slow  # four minutes: every fault in every cell
@@ -200,7 +199,7 @@ async def test_every_fault_is_survived_within_the_deadline(
 
 async def check_health(client: LanguageClient, name: str, fault: Fault) -> None:
     """The faulty endpoint's status tells of the fault; the backup answered the keystroke."""
-    report = await status(client)
+    report = await server_status(client)
     endpoints = {e["name"]: e for e in report["endpoints"]}
     faulty = endpoints[name]
     assert faulty["errors"] >= 1, faulty

@@ -237,7 +237,7 @@ def closed_by_server(connections: list[socket.socket], timeout_s: float) -> int:
         while pending and time.monotonic() < deadline:
             for key, _ in selector.select(timeout=max(0.0, deadline - time.monotonic())):
                 selector.unregister(key.fileobj)
-                pending.discard(key.fileobj)  # type: ignore[arg-type]
+                pending.discard(key.fileobj)
     return len(connections) - len(pending)
 
 

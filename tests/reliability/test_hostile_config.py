@@ -14,14 +14,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import LanguageClient
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, lsp_session, server_env
+from tests.support.lsp_session import endpoint_toml, lsp_session, server_env, server_status
 from tests.support.report import ServerMemory, report_scenario
 
 COMMAND_TIMEOUT_S = 30
@@ -65,12 +63,6 @@ def test_a_config_that_is_not_a_small_regular_file_is_refused_with_exit_2(
     assert elapsed < COMMAND_TIMEOUT_S
 
 
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
-
-
 async def test_a_file_emptied_mid_edit_is_never_applied(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     with (
@@ -81,12 +73,12 @@ async def test_a_file_emptied_mid_edit_is_never_applied(tmp_path: Path) -> None:
             tmp_path, config_text=ROUTING + endpoint_toml("old", old.base_url)
         ) as client:
             memory = ServerMemory()
-            await status(client)  # started, and watching the file
+            await server_status(client)  # started, and watching the file
             path.write_text("")  # an editor's non-atomic save: truncated, then slowly written
             seen: list[tuple[list[str], bool]] = []
             for _ in range(int(WATCH_POLLS_S / 0.25)):
                 await asyncio.sleep(0.25)
-                report = await status(client)
+                report = await server_status(client)
                 names = [e["name"] for e in report["endpoints"]]
                 seen.append((names, report["local"]["enabled"]))
             assert all(sample == (["old"], False) for sample in seen), seen
@@ -94,7 +86,7 @@ async def test_a_file_emptied_mid_edit_is_never_applied(tmp_path: Path) -> None:
             path.write_text(ROUTING + endpoint_toml("new", new.base_url))
 
             async def switched() -> bool:
-                return [e["name"] for e in (await status(client))["endpoints"]] == ["new"]
+                return [e["name"] for e in (await server_status(client))["endpoints"]] == ["new"]
 
             deadline = asyncio.get_running_loop().time() + 10
             while not await switched():

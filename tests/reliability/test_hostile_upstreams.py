@@ -22,16 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.support import hostile_upstream as hostile
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,
     lsp_session,
     open_document,
+    server_status,
 )
 from tests.support.report import ServerLog, ServerMemory, report_scenario
 
@@ -39,7 +40,6 @@ DEADLINE_MS = 350
 FLOOD_DEADLINE_MS = 1500
 MARGIN_S = 1.5  # what the test tolerates on a shared machine: late, but never hung
 MAX_GROWTH_MB = 64  # an endless line may cost a bounded buffer, never its length
-LOCAL_OFF = "\n[local]\nenabled = false\n"
 ROUTING = f"[routing]\ninline_deadline_ms = {DEADLINE_MS}\nhedge_after_ms = 120\n" + LOCAL_OFF
 FLOOD_ROUTING = (
     f"[routing]\ninline_deadline_ms = {FLOOD_DEADLINE_MS}\n"
@@ -92,15 +92,9 @@ async def use_endpoints(client: LanguageClient, tmp_path: Path, *endpoints: str)
         line.split('"')[1] for e in endpoints for line in e.splitlines() if line.startswith("name")
     ]
     deadline = time.monotonic() + 15
-    while [e["name"] for e in (await status(client))["endpoints"]] != names:
+    while [e["name"] for e in (await server_status(client))["endpoints"]] != names:
         assert time.monotonic() < deadline, f"the server never switched to {names}"
         await asyncio.sleep(0.1)
-
-
-async def status(client: LanguageClient) -> dict[str, Any]:
-    return await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
 
 
 @contextlib.asynccontextmanager
@@ -124,14 +118,14 @@ async def sampling(memory: ServerMemory) -> AsyncIterator[None]:
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[LanguageClient]:
     async with lsp_session(tmp_path, config_text=ROUTING) as client:
-        await status(client)  # started up: the first keystroke's own test is the last one
+        await server_status(client)  # started up: the first keystroke's own test is the last one
         yield client
 
 
 @pytest.fixture
 async def flood_session(tmp_path: Path) -> AsyncIterator[LanguageClient]:
     async with lsp_session(tmp_path, config_text=FLOOD_ROUTING) as client:
-        await status(client)
+        await server_status(client)
         yield client
 
 
@@ -165,7 +159,7 @@ async def test_a_flood_fails_as_malformed_within_the_deadline_in_bounded_memory(
             assert await log.wait_for(f"{name}: protocol: "), log.text[-2000:]
         assert all(r.headers.get("accept-encoding") == "identity" for r in upstream.requests)
         growth = memory.peak_growth_mb()
-    report = {e["name"]: e for e in (await status(session))["endpoints"]}
+    report = {e["name"]: e for e in (await server_status(session))["endpoints"]}
     assert report[name]["errors"] >= 1 and report[name]["wins"] == 0, report[name]
     assert complaint in report[name]["last_error"], report[name]
     assert growth < MAX_GROWTH_MB, f"the server grew by {growth:.0f} MB"
@@ -193,7 +187,7 @@ async def test_usage_that_is_not_a_number_is_ignored(
         await use_endpoints(session, tmp_path, endpoint("bad-usage", upstream.base_url))
         texts = [(await keystrokes.send(session, tmp_path))[0] for _ in range(3)]
     assert texts.count(HOSTILE_TEXT) >= 2, texts  # served: neither failed nor empty
-    report = {e["name"]: e for e in (await status(session))["endpoints"]}
+    report = {e["name"]: e for e in (await server_status(session))["endpoints"]}
     assert report["bad-usage"]["errors"] == 0, report["bad-usage"]
     assert report["bad-usage"]["wins"] == 3, report["bad-usage"]
     assert "Traceback" not in log.text and "never retrieved" not in log.text
@@ -218,7 +212,7 @@ async def test_a_dead_pooled_connection_is_retried_on_a_fresh_one(
         texts = [(await keystrokes.send(session, tmp_path))[0] for _ in range(4)]
         reused = sum(r.connection_requests > 0 for r in upstream.requests)
     assert reused >= 1, "no request came on a kept-alive connection: nothing was tested"
-    report = {e["name"]: e for e in (await status(session))["endpoints"]}
+    report = {e["name"]: e for e in (await server_status(session))["endpoints"]}
     assert report["flaky-pool"]["errors"] == 0, report["flaky-pool"]
     assert texts == [HOSTILE_TEXT] * 4, texts
     report_scenario(
@@ -240,7 +234,7 @@ async def test_retry_after_of_a_day_is_capped(session: LanguageClient, tmp_path:
         await use_endpoints(session, tmp_path, endpoint("sleepy", upstream.base_url))
         text, _ = await keystrokes.send(session, tmp_path)
     assert text == ""
-    report = {e["name"]: e for e in (await status(session))["endpoints"]}
+    report = {e["name"]: e for e in (await server_status(session))["endpoints"]}
     assert report["sleepy"]["health"] == "open", report["sleepy"]
     assert 0 < report["sleepy"]["retry_in_s"] <= 300, report["sleepy"]
     report_scenario(

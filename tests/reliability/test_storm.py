@@ -189,7 +189,7 @@ async def test_keystroke_storm_with_cancellations(tmp_path: Path) -> None:
                 "textDocument/inlineCompletion", inline_params(uri, document.position())
             )
             assert last["result"]["items"], last
-            body = endpoint.requests[-1].json
+            body = endpoint.requests[-1].payload
             assert len(document.text) < 2000  # inside the prompt window: prompt + suffix is all
             assert body["prompt"] + body["suffix"] == document.text
             assert body["prompt"] == document.text[: document.cursor]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.stand_in import no_local_model
 
 TOOL = {"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}}
 HELLO = (ChatMessage("user", "hello"),)
@@ -46,15 +48,11 @@ def config(*endpoints: EndpointConfig, hedge_tool_calls: bool = False) -> Config
 
 @contextlib.asynccontextmanager
 async def router_for(cfg: Config) -> AsyncIterator[Router]:
-    router = Router(cfg, remote_factory=remote_backend, local_factory=_no_local)
+    router = Router(cfg, remote_factory=remote_backend, local_factory=no_local_model)
     try:
         yield router
     finally:
         await router.aclose()
-
-
-def _no_local(_: LocalConfig) -> None:  # type: ignore[return]
-    raise AssertionError("the local model is off in these tests")
 
 
 @pytest.fixture
@@ -145,7 +143,7 @@ async def _warm_and_slow_down(
 )
 async def test_a_chat_that_may_call_a_tool_is_not_hedged_unless_configured(
     servers: tuple[FakeLLMServer, ...],
-    tools: tuple[dict, ...],
+    tools: tuple[dict[str, Any], ...],
     hedge_tool_calls: bool,
     hedged: bool,
 ) -> None:

@@ -8,12 +8,13 @@ import asyncio
 import random
 from typing import Any
 
-from lsp_server.backends.base import Backend, CompletionRequest
+from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.stand_in import no_local_model
 
 TEXT = "return a + b\n"
 
@@ -27,17 +28,18 @@ def make_router(*servers: tuple[str, FakeLLMServer], **routing: Any) -> Router:
         EndpointConfig(name=name, kind="openai", base_url=server.base_url, model="fake-model")
         for name, server in servers
     )
-    options = {"inline_deadline_ms": 5000, "hedge_after_ms": 300, "offline": "never"} | routing
+    options: dict[str, Any] = {
+        "inline_deadline_ms": 5000,
+        "hedge_after_ms": 300,
+        "offline": "never",
+    } | routing
     config = Config(
         routing=RoutingConfig(**options), local=LocalConfig(enabled=False), endpoints=endpoints
     )
 
-    def no_local(local: LocalConfig) -> Backend:
-        raise AssertionError("the local model is disabled here")
-
     # Seeded: which endpoint an exploration tries is a draw, and a test must repeat.
     return Router(
-        config, remote_factory=remote_backend, local_factory=no_local, rng=random.Random(7)
+        config, remote_factory=remote_backend, local_factory=no_local_model, rng=random.Random(7)
     )
 
 
@@ -93,7 +95,8 @@ async def test_traffic_returns_within_a_few_requests_after_an_outage() -> None:
         back_at = after.index("best")
         assert back_at < 10, after
         assert after[back_at + 1 :] == ["best"] * (len(after) - back_at - 1)
-        assert router.pool.remotes["best"].breaker.state is BreakerState.CLOSED
+        # mypy keeps `state` narrowed by the assert before the call that changed it.
+        assert router.pool.remotes["best"].breaker.state is BreakerState.CLOSED  # type: ignore[comparison-overlap]
         await router.aclose()
 
 

@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from lsp_server.backends.base import Backend, CompletionRequest, Usage
+from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
+from lsp_server.reasons import Reason
 from lsp_server.routing.router import Router
 from tests.support.stand_in import REQUEST, StandIn, endpoint
 
@@ -19,7 +20,7 @@ KEYSTROKE = RoutingConfig(inline_deadline_ms=300, hedge_after_ms=100, offline="n
 SLOW_LOCAL_S = 0.7  # slower than the keystroke deadline, well within the local budget
 
 
-def router_with(local: Backend, *remotes: StandIn, routing: RoutingConfig = KEYSTROKE) -> Router:
+def router_with(local: LocalModel, *remotes: StandIn, routing: RoutingConfig = KEYSTROKE) -> Router:
     by_name = {r.name: r for r in remotes}
     config = Config(
         routing=routing,
@@ -36,7 +37,7 @@ def slow_local(calls: list[str]) -> StandIn:
 async def test_a_sensitive_request_waits_for_the_local_model_past_the_keystroke_deadline() -> None:
     calls: list[str] = []
     router = router_with(slow_local(calls), StandIn("remote", calls))
-    routed = await router.inline(REQUEST, local_only="sensitive")
+    routed = await router.inline(REQUEST, local_only=Reason.SENSITIVE)
     assert (routed.text, routed.endpoint, routed.timed_out) == ("local\n", "local", False)
     assert calls == ["local"]
 
@@ -72,7 +73,7 @@ async def test_the_local_budget_is_never_shorter_than_the_keystroke_deadline() -
     router = Router(
         config, remote_factory=lambda c: slow_local([]), local_factory=lambda c: slow_local([])
     )
-    routed = await router.inline(REQUEST, local_only="sensitive")
+    routed = await router.inline(REQUEST, local_only=Reason.SENSITIVE)
     assert routed.endpoint == "local"
 
 
@@ -106,7 +107,7 @@ class LoadingModel(LocalModel):
 
 async def test_a_model_still_loading_is_waited_for_within_the_local_budget() -> None:
     model = LoadingModel(load_s=0.5)
-    routed = await router_with(model).inline(REQUEST, local_only="sensitive")
+    routed = await router_with(model).inline(REQUEST, local_only=Reason.SENSITIVE)
     assert (routed.text, routed.endpoint) == ("return a + b\n", "local")
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    inline_completion,
+    lsp_session,
+    open_document,
+    server_status,
+)
 
-LOCAL_OFF = "[local]\nenabled = false\n"
 HEDGING = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 150\n"
 PRICE = "price_per_mtok = { input = 1000.0, output = 2000.0 }"
 
@@ -19,14 +23,6 @@ PRICE = "price_per_mtok = { input = 1000.0, output = 2000.0 }"
 def routing_config(*servers: tuple[str, FakeLLMServer]) -> str:
     endpoints = "".join(endpoint_toml(name, s.base_url, extra=PRICE) for name, s in servers)
     return HEDGING + LOCAL_OFF + endpoints
-
-
-async def status(client: LanguageClient) -> dict[str, Any]:
-    result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="gatewayLs.status")
-    )
-    assert isinstance(result, dict)
-    return result
 
 
 async def suggest_in_new_document(client: LanguageClient, tmp_path: Path, index: int) -> str:
@@ -50,7 +46,7 @@ async def test_status_shows_traffic_moving_to_the_fast_endpoint(tmp_path: Path) 
             answers = [await suggest_in_new_document(client, tmp_path, i) for i in range(5)]
             assert answers == ["return 'fast'"] * 5
 
-            report = await status(client)
+            report = await server_status(client)
             decisions = [d for d in report["decisions"] if d["kind"] == "inline"]
             assert [d["endpoint"] for d in decisions] == ["fast"] * 5
             # Nothing measured yet: the unmeasured second endpoint rides beside the first.
@@ -82,7 +78,7 @@ async def test_a_hung_endpoint_is_hedged_and_its_request_cancelled(tmp_path: Pat
             assert await hung.wait_for_async(lambda s: s.disconnects >= 1, timeout_s=10)
             assert hung.open_streams == 0
 
-            report = await status(client)
+            report = await server_status(client)
             decision = report["decisions"][-1]
             assert decision["endpoint"] == "spare"
             assert decision["reason"] in ("hedge-win", "explore")

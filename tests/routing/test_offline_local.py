@@ -21,7 +21,13 @@ from pytest_lsp import LanguageClient
 
 from lsp_server.privacy.policy import contains_secret
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.lsp_session import endpoint_toml, inline_completion, lsp_session, open_document
+from tests.support.lsp_session import (
+    endpoint_toml,
+    inline_completion,
+    lsp_session,
+    open_document,
+    server_status,
+)
 from tests.support.report import ServerMemory, report_scenario
 
 pytestmark = pytest.mark.model
@@ -52,12 +58,7 @@ def planted_aws_key_line() -> str:
 
 async def status(client: LanguageClient) -> dict[str, Any]:
     """The status; bounded, so a reply lost while the model loads fails instead of hanging."""
-    return await asyncio.wait_for(
-        client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        ),
-        REPLY_S,
-    )
+    return await asyncio.wait_for(server_status(client), REPLY_S)
 
 
 async def set_offline(client: LanguageClient, mode: str) -> None:

@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 
 from lsp_server.backends.base import (
-    Backend,
     CompletionRequest,
 )
 from lsp_server.backends.factory import remote_backend
-from lsp_server.config.model import Config, LocalConfig, Price
+from lsp_server.config.model import Config, Price
 from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import estimate_cost
@@ -28,7 +27,14 @@ from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.inline_choice import InlineChooser
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.stand_in import REQUEST, StandIn, endpoint, make_config, stand_in_router
+from tests.support.stand_in import (
+    REQUEST,
+    StandIn,
+    endpoint,
+    make_config,
+    no_local_model,
+    stand_in_router,
+)
 
 TEXT = "return a + b\n"
 
@@ -39,12 +45,8 @@ TEXT = "return a + b\n"
 def loopback_router(config: Config) -> Router:
     """A router on real HTTP endpoints; its exploration draws are seeded, so a run repeats."""
     return Router(
-        config, remote_factory=remote_backend, local_factory=_no_local, rng=random.Random(7)
+        config, remote_factory=remote_backend, local_factory=no_local_model, rng=random.Random(7)
     )
-
-
-def _no_local(config: LocalConfig) -> Backend:
-    raise AssertionError("the local model is disabled in these tests")
 
 
 def served_by(router: Router, name: str) -> dict[str, Any]:

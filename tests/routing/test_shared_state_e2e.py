@@ -16,14 +16,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 import redis
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
@@ -32,7 +33,6 @@ from tests.support.redis_server import RedisServer
 PREFIX = "def add(a, b):\n    "
 SUFFIX = "\n\nprint(add(1, 2))\n"
 ROUTING = "[routing]\ninline_deadline_ms = 3000\nhedge_after_ms = 1000\n"
-LOCAL_OFF = "[local]\nenabled = false\n"
 OUTAGE = Behaviour(fault="status:503", retry_after="30")
 PROPAGATION_LIMIT_S = 1.0
 
@@ -43,7 +43,9 @@ def shared_config(redis_url: str, *servers: FakeLLMServer, gateway_extra: str = 
     return ROUTING + LOCAL_OFF + gateway + endpoints
 
 
-def complete(gateway: Gateway, *, prompt: str = PREFIX, headers: dict | None = None) -> str:
+def complete(
+    gateway: Gateway, *, prompt: str = PREFIX, headers: dict[str, str] | None = None
+) -> str:
     """One inline request; the name of the endpoint that answered."""
     response = httpx.post(
         f"{gateway.base_url}/completions",
@@ -58,11 +60,13 @@ def complete(gateway: Gateway, *, prompt: str = PREFIX, headers: dict | None = N
 def status(gateway: Gateway) -> dict[str, Any]:
     response = httpx.get(f"{gateway.base_url}/gateway-ls/status", timeout=5)
     response.raise_for_status()
-    return response.json()
+    body: dict[str, Any] = response.json()
+    return body
 
 
 def health(gateway: Gateway, endpoint: str) -> str:
-    return next(e["health"] for e in status(gateway)["endpoints"] if e["name"] == endpoint)
+    shown: str = next(e["health"] for e in status(gateway)["endpoints"] if e["name"] == endpoint)
+    return shown
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, every_s: float = 0.01) -> bool:
@@ -166,7 +170,11 @@ def test_gateways_keep_serving_without_redis_and_share_again_when_it_is_back(
         assert f"shared state {redis_server.url}: connected, 1 other gateway(s)" in shown
         redis_server.kill()
         for gateway in (first, second):
-            assert wait_until(lambda g=gateway: not status(g)["shared_state"]["connected"], 5)
+
+            def disconnected(g: Gateway = gateway) -> bool:
+                return not status(g)["shared_state"]["connected"]
+
+            assert wait_until(disconnected, 5)
         for _ in range(10):
             assert complete(first) and complete(second)
         time.sleep(1.5)  # a few reconnection attempts fail meanwhile
@@ -245,6 +253,7 @@ class _Recorder:
 
 def _everything_stored(url: str) -> dict[bytes, list[bytes]]:
     """Every key, and what it holds."""
+    # A client without decode_responses answers bytes; redis-py's annotations cover str too.
     client = redis.Redis.from_url(url)
     found: dict[bytes, list[bytes]] = {}
     try:
@@ -252,16 +261,18 @@ def _everything_stored(url: str) -> dict[bytes, list[bytes]]:
             kind = client.type(key)
             held = found.setdefault(key, [])
             if kind == b"string":
-                held.append(client.get(key) or b"")
+                held.append(cast(bytes | None, client.get(key)) or b"")
             elif kind == b"list":
-                held.extend(client.lrange(key, 0, -1))
+                held.extend(cast(list[bytes], client.lrange(key, 0, -1)))
             elif kind == b"hash":
-                for field, value in client.hgetall(key).items():
+                for field, value in cast(dict[bytes, bytes], client.hgetall(key)).items():
                     held += [field, value]
             elif kind in (b"set", b"zset"):
-                held.extend(client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1))
+                members = client.smembers(key) if kind == b"set" else client.zrange(key, 0, -1)
+                held.extend(cast(Iterable[bytes], members))
             elif kind == b"stream":
-                for _, fields in client.xrange(key):
+                stream = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(key))
+                for _, fields in stream:
                     for field, value in fields.items():
                         held += [field, value]
             else:
@@ -352,6 +363,10 @@ def test_nothing_of_a_prompt_path_key_or_token_reaches_redis(
     # The limits' epoch: a random id, written once.
     (epoch,) = held.pop(b"gateway-ls:v1:limits:epoch")
     assert re.fullmatch(rb"[0-9a-f]{16}", epoch)
+    # Each gateway's last settle call: its number, under the gateway's id.
+    settled = {k: held.pop(k) for k in list(held) if k.startswith(b"gateway-ls:v1:limits:settled:")}
+    assert {k.rsplit(b":", 1)[1] for k in settled} <= set(alive) and settled
+    assert all(number.isdigit() for (number,) in settled.values())
     keys = [k.decode() for k in held]
     assert any(":snapshot:" in k for k in keys) and any(":breaker:" in k for k in keys)
     assert all(k.rsplit(":", 1)[-1] in names or k.rsplit(":", 1)[-1].isdigit() for k in keys)

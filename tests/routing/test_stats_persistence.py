@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.backends.base import Backend, CompletionRequest
+from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.routing.router import Router
@@ -28,6 +28,7 @@ from lsp_server.routing.stats_snapshot import (
 )
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.stand_in import no_local_model
 
 REQUEST = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n")
 TEXT = "return a + b\n"
@@ -47,11 +48,8 @@ def config_for(*servers: tuple[str, FakeLLMServer], model: str = "fake-model") -
 
 
 def router_with(config: Config, stats_file: StatsFile) -> Router:
-    def no_local(local: LocalConfig) -> Backend:
-        raise AssertionError("the local model is disabled here")
-
     return Router(
-        config, remote_factory=remote_backend, local_factory=no_local, stats_file=stats_file
+        config, remote_factory=remote_backend, local_factory=no_local_model, stats_file=stats_file
     )
 
 

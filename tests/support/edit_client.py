@@ -14,7 +14,8 @@ def record_applied_edits(client: LanguageClient) -> list[types.ApplyWorkspaceEdi
     """Answer every `workspace/applyEdit` as applied and return the list it is recorded in."""
     received: list[types.ApplyWorkspaceEditParams] = []
 
-    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    # pygls' `feature` decorator is unannotated.
+    @client.feature(types.WORKSPACE_APPLY_EDIT)  # type: ignore[untyped-decorator]
     def apply_edit(
         _: LanguageClient, params: types.ApplyWorkspaceEditParams
     ) -> types.ApplyWorkspaceEditResult:

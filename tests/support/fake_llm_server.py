@@ -41,6 +41,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+# A request or response body, or one of its parts, as parsed JSON.
+JsonObject = dict[str, Any]
+
 FAULTS = (
     "hang_before_headers",
     "hang_mid_stream",
@@ -69,11 +72,11 @@ _ERROR_TYPES = {
 class Behaviour:
     """How the server answers generation requests; read afresh for every request."""
 
-    text: str | Callable[[dict], str] = "return a + b\n"  # a callable gets the request JSON
+    text: str | Callable[[JsonObject], str] = "return a + b\n"  # a callable gets the request JSON
     # Tool calls the chat answers with (after its text), each `{"name", "arguments"}` (the
     # arguments as JSON text, streamed in `chunk_chars` pieces) with an optional `"id"`; a
     # callable gets the request JSON. In the OpenAI shape and in the Anthropic one.
-    tool_calls: tuple[dict, ...] | Callable[[dict], tuple[dict, ...]] = ()
+    tool_calls: tuple[JsonObject, ...] | Callable[[JsonObject], tuple[JsonObject, ...]] = ()
     latency_s: float = 0.0  # delay before response headers
     chunk_delay_s: float = 0.0  # delay between streamed chunks
     chunk_chars: int = 4  # characters per streamed delta
@@ -96,6 +99,12 @@ class RecordedRequest:
     json: Any | None  # the parsed body, None when it is not JSON
     time: float  # time.monotonic() when the request was complete
 
+    @property
+    def payload(self) -> JsonObject:
+        """The body as a JSON object; the test fails here when it is not one."""
+        assert isinstance(self.json, dict), f"not a JSON object: {self.body[:200]!r}"
+        return self.json
+
 
 def fault_status(fault: str | None) -> int | None:
     """The status of a "status:NNN" fault, None for other faults; ValueError for unknown ones."""
@@ -117,7 +126,7 @@ class Answer:
     hit_max_tokens: bool
     prompt_tokens: int
     completion_tokens: int
-    tool_calls: tuple[dict, ...] = ()  # each {"id", "name", "arguments"}
+    tool_calls: tuple[JsonObject, ...] = ()  # each {"id", "name", "arguments"}
 
 
 def make_answer(
@@ -160,7 +169,7 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _input(call: dict) -> dict:
+def _input(call: JsonObject) -> JsonObject:
     return json.loads(call["arguments"]) if call["arguments"].strip() else {}
 
 
@@ -178,7 +187,7 @@ class WireShape:
 
     id_prefix = ""
 
-    def __init__(self, payload: dict, model: str, response_id: str) -> None:
+    def __init__(self, payload: JsonObject, model: str, response_id: str) -> None:
         self.payload = payload
         self.model = model
         self.id = self.id_prefix + response_id
@@ -196,7 +205,7 @@ class WireShape:
         value = self.payload.get("max_tokens", self.payload.get("max_completion_tokens"))
         return value if isinstance(value, int) else None
 
-    def body(self, answer: Answer) -> dict:
+    def body(self, answer: Answer) -> JsonObject:
         raise NotImplementedError
 
     def opening(self, answer: Answer) -> list[bytes]:
@@ -209,13 +218,13 @@ class WireShape:
         raise NotImplementedError
 
     @staticmethod
-    def error(status: int, message: str) -> dict:
+    def error(status: int, message: str) -> JsonObject:
         kind = _ERROR_TYPES.get(
             status, "server_error" if status >= 500 else "invalid_request_error"
         )
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
-    def _usage(self, answer: Answer) -> dict | None:
+    def _usage(self, answer: Answer) -> JsonObject | None:
         if not self.report_usage:
             return None
         return {
@@ -235,7 +244,7 @@ class WireShape:
             return [_sse(self._chunk([], usage=self._usage(answer)))]
         return []
 
-    def _chunk(self, choices: list[dict], **extra: Any) -> dict:
+    def _chunk(self, choices: list[JsonObject], **extra: Any) -> JsonObject:
         raise NotImplementedError
 
 
@@ -247,7 +256,7 @@ class CompletionsShape(WireShape):
         prompt = "".join(prompt) if isinstance(prompt, list) else str(prompt)
         return prompt + str(self.payload.get("suffix") or "")
 
-    def body(self, answer: Answer) -> dict:
+    def body(self, answer: Answer) -> JsonObject:
         choice = {"index": 0, "text": answer.text, "logprobs": None}
         choice["finish_reason"] = self._finish_reason(answer)
         return self._chunk([choice], usage=self._usage(answer))
@@ -260,7 +269,7 @@ class CompletionsShape(WireShape):
         final["finish_reason"] = self._finish_reason(answer)
         return [_sse(self._chunk([final])), *self._usage_events(answer), _sse("[DONE]")]
 
-    def _chunk(self, choices: list[dict], **extra: Any) -> dict:
+    def _chunk(self, choices: list[JsonObject], **extra: Any) -> JsonObject:
         return {
             "id": self.id,
             "object": "text_completion",
@@ -278,8 +287,8 @@ class ChatShape(WireShape):
         messages = self.payload.get("messages", [])
         return "".join(_content_text(m.get("content")) for m in messages if isinstance(m, dict))
 
-    def body(self, answer: Answer) -> dict:
-        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+    def body(self, answer: Answer) -> JsonObject:
+        message: JsonObject = {"role": "assistant", "content": answer.text}
         if answer.tool_calls:
             message["content"] = answer.text or None
             message["tool_calls"] = [
@@ -327,7 +336,7 @@ class ChatShape(WireShape):
                 events.append(_sse(self._chunk([{"delta": {"tool_calls": [more]}}])))
         return events
 
-    def _chunk(self, choices: list[dict], **extra: Any) -> dict:
+    def _chunk(self, choices: list[JsonObject], **extra: Any) -> JsonObject:
         return {
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -357,8 +366,8 @@ class MessagesShape(WireShape):
         value = self.payload.get("max_tokens")
         return value if isinstance(value, int) else None
 
-    def body(self, answer: Answer) -> dict:
-        blocks: list[dict] = [{"type": "text", "text": answer.text}] if answer.text else []
+    def body(self, answer: Answer) -> JsonObject:
+        blocks: list[JsonObject] = [{"type": "text", "text": answer.text}] if answer.text else []
         blocks += [
             {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _input(c)}
             for c in answer.tool_calls
@@ -403,11 +412,11 @@ class MessagesShape(WireShape):
         ]
 
     @staticmethod
-    def error(status: int, message: str) -> dict:
+    def error(status: int, message: str) -> JsonObject:
         kind = _ERROR_TYPES.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 
-    def _message(self, answer: Answer, content: list[dict]) -> dict:
+    def _message(self, answer: Answer, content: list[JsonObject]) -> JsonObject:
         return {
             "id": self.id,
             "type": "message",
@@ -466,7 +475,7 @@ class LlamaCppShape(WireShape):
         value = self.payload.get("n_predict")
         return value if isinstance(value, int) and value >= 0 else None
 
-    def body(self, answer: Answer) -> dict:
+    def body(self, answer: Answer) -> JsonObject:
         return self._final(answer, answer.text)
 
     def delta(self, piece: str) -> bytes:
@@ -476,11 +485,11 @@ class LlamaCppShape(WireShape):
         return [_sse(self._final(answer, ""))]
 
     @staticmethod
-    def error(status: int, message: str) -> dict:
+    def error(status: int, message: str) -> JsonObject:
         kind = "not_supported_error" if status == 501 else _ERROR_TYPES.get(status, "server_error")
         return {"error": {"code": status, "message": message, "type": kind}}
 
-    def _final(self, answer: Answer, content: str) -> dict:
+    def _final(self, answer: Answer, content: str) -> JsonObject:
         if answer.hit_max_tokens:
             stop_type = "limit"
         else:
@@ -665,7 +674,7 @@ async def wait_for_disconnect(receive: Receive) -> None:
         pass
 
 
-async def _cancel(tasks: tuple[asyncio.Future, ...]) -> None:
+async def _cancel(tasks: tuple[asyncio.Future[Any], ...]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -700,7 +709,7 @@ class FakeLLMServer:
         self.model_list_requests = 0
         # A latency profile: the behaviour for one request, chosen from its body (None: the
         # usual `behaviour`), so every client replaying a trace sees the same latencies.
-        self.profile: Callable[[dict], Behaviour | None] | None = None
+        self.profile: Callable[[JsonObject], Behaviour | None] | None = None
         self.bytes_received = 0
         self.open_streams = 0
         self.completed_streams = 0
@@ -1032,12 +1041,12 @@ def _json_or_none(body: bytes) -> Any | None:
 # --- manual demos --------------------------------------------------------------------------
 
 
-def trace_profile(path: str, base: Behaviour) -> Callable[[dict], Behaviour | None]:
+def trace_profile(path: str, base: Behaviour) -> Callable[[JsonObject], Behaviour | None]:
     """The profile in a JSON file: a list whose entry N is the latency in ms of the request whose
     prompt says `request N`, or null when that request gets a 503."""
     entries = json.loads(Path(path).read_text(encoding="utf-8"))
 
-    def behaviour_for(payload: dict) -> Behaviour | None:
+    def behaviour_for(payload: JsonObject) -> Behaviour | None:
         found = TRACE_INDEX.search(json.dumps(payload))
         if found is None or int(found.group(1)) >= len(entries):
             return None

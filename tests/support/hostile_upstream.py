@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 MAX_SEND_BYTES = 512 * 1024 * 1024
 SEND_CHUNK = 64 * 1024
@@ -33,7 +34,7 @@ class Request:
     connection_requests: int  # requests served on this connection before this one
 
     @property
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         try:
             payload = json.loads(self.body)
         except ValueError:

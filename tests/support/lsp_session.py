@@ -37,6 +37,15 @@ def vscode_capabilities() -> types.ClientCapabilities:
     return capabilities
 
 
+async def server_status(client: LanguageClient) -> dict[str, Any]:
+    """What `gatewayLs.status` answers: the server's status, a JSON object."""
+    status = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="gatewayLs.status")
+    )
+    assert isinstance(status, dict), status
+    return status
+
+
 @contextlib.asynccontextmanager
 async def lsp_session(
     tmp_path: Path,

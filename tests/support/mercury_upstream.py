@@ -4,6 +4,7 @@ shows, in the region it was given, as Mercury does (a fenced region)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 REGION = re.compile(r"<\|code_to_edit\|>\n(?P<region>.*?)\n<\|/code_to_edit\|>", re.DOTALL)
@@ -15,7 +16,7 @@ def user_content(body: dict[str, Any]) -> str:
     return "\n".join(m.get("content") or "" for m in messages if m.get("role") == "user")
 
 
-def finish_the_rename(old: str, new: str):
+def finish_the_rename(old: str, new: str) -> Callable[[dict[str, Any]], str]:
     """Answers with the region, `old` renamed to `new`, fenced; no region: nothing."""
 
     def answer(body: dict[str, Any]) -> str:

@@ -177,7 +177,8 @@ class RawLspClient:
             "workspace/executeCommand", {"command": "gatewayLs.status", "arguments": []}
         )
         assert "result" in response, response
-        return response["result"]
+        status: dict[str, Any] = response["result"]
+        return status
 
     def open_document(self, uri: str, text: str, *, language: str = "python") -> None:
         self.notify(

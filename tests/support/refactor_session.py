@@ -74,7 +74,7 @@ async def refactor(client: LanguageClient, uri: str, **kwargs: Any) -> Any:
 def chat_prompt(server: FakeLLMServer) -> str:
     """Everything the endpoint was told in its last generation request, system prompt too."""
     body = [r.json for r in server.requests if r.json and "messages" in r.json][-1]
-    system = body.get("system", "")
+    system: str = body.get("system", "")
     return system + "\n".join(str(m["content"]) for m in body["messages"])
 
 

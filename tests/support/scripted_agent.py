@@ -49,7 +49,7 @@ class ToolScript:
 
     choose: Callable[[dict[str, Any]], ToolCallPlan | None]
     answer: Callable[[str], str] = lambda output: f"The tool said: {output.strip()}"
-    call_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
 def call_tool(name: str, **arguments: Any) -> Callable[[dict[str, Any]], ToolCallPlan | None]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from lsp_server.backends.base import (
-    Backend,
     BackendError,
     ChatRequest,
     CompletionRequest,
@@ -78,13 +77,18 @@ class StandIn(LocalModel):
         yield ""
 
 
+def no_local_model(config: LocalConfig) -> NoReturn:
+    """A `local_factory` for routers whose configuration disables the local model."""
+    raise AssertionError("the local model is disabled here")
+
+
 def stand_in_router(
     backends: list[StandIn], local: StandIn | None = None, **routing: Any
 ) -> Router:
     by_name = {b.name: b for b in backends}
     config = make_config(*(endpoint(b.name) for b in backends), local=local is not None, **routing)
 
-    def local_factory(config: LocalConfig) -> Backend:
+    def local_factory(config: LocalConfig) -> LocalModel:
         assert local is not None
         return local
 

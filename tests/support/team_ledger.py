@@ -4,6 +4,7 @@ settled in."""
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import pytest
 import redis
@@ -21,16 +22,15 @@ def auth(client: str) -> dict[str, str]:
 def ledger(redis_url: str, client: str) -> list[dict[str, str]]:
     store = redis.Redis.from_url(redis_url)
     try:
-        entries = [
-            {k.decode(): v.decode() for k, v in fields.items()}
-            for _, fields in store.xrange(LEDGER_KEY)
-        ]
+        # A client without decode_responses answers bytes; redis-py's annotation covers both.
+        stream = cast(list[tuple[bytes, dict[bytes, bytes]]], store.xrange(LEDGER_KEY))
+        entries = [{k.decode(): v.decode() for k, v in fields.items()} for _, fields in stream]
     finally:
         store.close()
     return [e for e in entries if e["client"] == client]
 
 
-def settled(redis_url: str, client: str, count: int, timeout_s: float = 10) -> list[dict]:
+def settled(redis_url: str, client: str, count: int, timeout_s: float = 10) -> list[dict[str, str]]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         entries = ledger(redis_url, client)

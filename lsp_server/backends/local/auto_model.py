@@ -4,9 +4,11 @@ One thread of its own does the slow parts: it opens each installed preset that h
 calibration yet and measures it on the model's worker thread while the model is idle (a
 request stops it at once; it is tried again later), then chooses (`auto_choice.choose`) and
 has the backend switch to the choice. While serving it counts misses and answers with room
-(`Adapter`) and steps down or back up. A switch opens the new model on this thread and swaps
-it in on the worker thread between two jobs, so no keystroke ever sees half a switch; each is
-logged and listed in the status.
+(`Adapter`) and steps down or back up. When the live pace says the machine is not the one the
+kept calibration measured, or it has room to step up that the kept figures deny, the presets
+are measured again (`calibration_drift`, bounded in how often). A switch opens the new model
+on this thread and swaps it in on the worker thread between two jobs, so no keystroke ever
+sees half a switch; each is logged and listed in the status.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from lsp_server.backends.local.auto_choice import (
     step_below,
 )
 from lsp_server.backends.local.calibration import Speed, measure
+from lsp_server.backends.local.calibration_drift import DriftWatch
 from lsp_server.backends.local.loading import open_model
 from lsp_server.backends.local.machine_fit import candidates, remember
 from lsp_server.backends.model_presets import ModelPreset
@@ -74,12 +77,15 @@ class AutoModel:
         self._config = config
         self._host = host
         self._adapter = Adapter(config.deadline_ms)
+        self._drift = DriftWatch()
+        self._measure_again_why = ""  # set on the event loop, handled on the chooser's thread
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._candidates: list[Candidate] = []
         self.serving: ModelPreset | None = None
         self.reason = ""
         self.switches: deque[dict[str, Any]] = deque(maxlen=_SWITCHES_KEPT)
+        self.measured_again: dict[str, Any] | None = None  # the last time, and why
 
     def initial(self) -> ModelPreset | None:
         """The preset to load first, from the calibrations kept (no measuring here)."""
@@ -87,6 +93,7 @@ class AutoModel:
         chosen = choose(self._candidates, self._config.deadline_ms)
         self.serving = chosen
         self.reason = self._why(chosen)
+        self._drift.rebase(self.calibrated(chosen) if chosen else None)
         return chosen
 
     def start(self) -> None:
@@ -112,6 +119,17 @@ class AutoModel:
         if self._adapter.step_down:
             self._wake.set()
 
+    def observed(self, live: Speed) -> None:
+        """The serving model's live pace after a request: evidence for or against its kept
+        calibration."""
+        if self._drift.observe(live) and not self._measure_again_why:
+            drift = self._drift.drift
+            self._measure_again_why = (
+                f"the live pace predicts a keystroke {max(drift, 1 / drift):.1f}x "
+                f"{'faster' if drift > 1 else 'slower'} than the kept calibration"
+            )
+            self._wake.set()
+
     def calibrated(self, preset: ModelPreset) -> Speed | None:
         """The speed kept for `preset` on this machine, if it was calibrated."""
         match = next((c for c in self._candidates if c.preset == preset), None)
@@ -122,6 +140,7 @@ class AutoModel:
             "preset": self.serving.name if self.serving else "",
             "reason": self.reason,
             "switches": list(self.switches),
+            "measured_again": self.measured_again,
             "calibration": [
                 {
                     "preset": c.preset.name,
@@ -159,9 +178,36 @@ class AutoModel:
             if self._host.closed:
                 return
             if speed is not None:
-                self._candidates = [
-                    replace(c, speed=speed) if c.preset == preset else c for c in self._candidates
-                ]
+                self._keep(preset, speed)
+                self._drift.measured()
+        self._drift.rebase(self.calibrated(self.serving) if self.serving else None)
+
+    def _measure_again(self, why: str) -> None:
+        """Measure every installed preset again and keep the new figures."""
+        log.warning("local model: measuring the presets again: %s", why)
+        self._drift.measured()
+        self._measure_again_why = ""
+        for preset in ranked([c.preset for c in self._candidates if c.installed]):
+            before = self._candidate(preset).speed
+            speed = self._calibrate(preset)
+            if self._host.closed:
+                return
+            if speed is not None:
+                self._keep(preset, speed)
+                if before is not None:
+                    log.info(
+                        "local model %s: predicted keystroke %.0f ms, was %.0f ms",
+                        preset.name,
+                        predicted_keystroke_s(speed) * 1000,
+                        predicted_keystroke_s(before) * 1000,
+                    )
+        self.measured_again = {"at": time.time(), "why": why}
+        self._drift.rebase(self.calibrated(self.serving) if self.serving else None)
+
+    def _keep(self, preset: ModelPreset, speed: Speed) -> None:
+        self._candidates = [
+            replace(c, speed=speed) if c.preset == preset else c for c in self._candidates
+        ]
 
     def _calibrate(self, preset: ModelPreset) -> Speed | None:
         for _ in range(_TRIES):
@@ -193,16 +239,36 @@ class AutoModel:
             self._wake.clear()
             if self._host.closed or self.serving is None:
                 return
-            if self._adapter.step_down:
-                lower = step_below(self.serving.name, self._candidates)
-                if lower is not None:
-                    self._switch(lower, f"missed the deadline {MISSES_TO_STEP_DOWN} times in a row")
-                self._adapter.reset()
-            elif self._adapter.step_up:
-                best = choose(self._candidates, self._config.deadline_ms)
-                if best is not None and best != self.serving:
-                    self._switch(best, "room again within the deadline")
-                self._adapter.reset()
+            self._act()
+
+    def _act(self) -> None:
+        """Step down, step up or measure again, as the evidence since the last wake says."""
+        serving = self.serving
+        if serving is None:
+            return
+        deadline_ms = self._config.deadline_ms
+        if self._adapter.step_down:
+            lower = step_below(serving.name, self._candidates)
+            if lower is not None:
+                self._switch(lower, f"missed the deadline {MISSES_TO_STEP_DOWN} times in a row")
+            self._adapter.reset()
+        elif self._adapter.step_up:
+            best = choose(self._candidates, deadline_ms)
+            # Room to step up that the kept figures deny: they may be a busier day's.
+            denied = not self._ranks_above(best, serving)
+            better = self._ranks_above(self._best_installed(), serving)
+            if denied and better and self._drift.may_measure():
+                self._measure_again("room within the deadline, but no better preset fits")
+                best = choose(self._candidates, deadline_ms)
+            if best is not None and self._ranks_above(best, serving):
+                self._switch(best, "room again within the deadline")
+            self._adapter.reset()
+        if self._measure_again_why:
+            why = self._measure_again_why
+            self._measure_again(why)
+            best = choose(self._candidates, deadline_ms)
+            if best is not None and best != self.serving:
+                self._switch(best, f"measured again: {why}")
 
     def _switch(self, preset: ModelPreset, reason: str) -> None:
         if not self._wait_idle():
@@ -212,6 +278,8 @@ class AutoModel:
         self._host.switch_to(preset, llm)
         self.serving = preset
         self.reason = reason
+        self._drift.rebase(self.calibrated(preset))
+        self._measure_again_why = ""  # the evidence was the previous preset's
         self.switches.append(
             {"at": time.time(), "from": previous, "to": preset.name, "reason": reason}
         )
@@ -231,6 +299,16 @@ class AutoModel:
                 return True
             time.sleep(_POLL_S)
         return False
+
+    def _best_installed(self) -> ModelPreset | None:
+        order = ranked([c.preset for c in self._candidates if c.installed])
+        return order[0] if order else None
+
+    def _ranks_above(self, preset: ModelPreset | None, other: ModelPreset) -> bool:
+        """Whether `preset` has the better quality figure (stepping up goes only up)."""
+        if preset is None or preset.exact_lines is None:
+            return False
+        return other.exact_lines is None or preset.exact_lines > other.exact_lines
 
     def _candidate(self, preset: ModelPreset) -> Candidate:
         return next(c for c in self._candidates if c.preset == preset)

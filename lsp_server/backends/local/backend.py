@@ -68,7 +68,7 @@ from lsp_server.backends.local.tools import (
     template_is_chatml,
 )
 from lsp_server.backends.local_model import LocalModel, LocalState
-from lsp_server.backends.model_presets import ModelPreset, preset_named
+from lsp_server.backends.model_presets import ModelPreset, local_context_tokens, preset_named
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LOCAL_MODEL_AUTO, LocalConfig
 from lsp_server.failures import FailureKind
@@ -166,6 +166,14 @@ class LocalBackend(LocalModel):
             else self._preset.next_edit
         )
 
+    @property
+    def context_tokens(self) -> int:
+        """The configured budget, else the preset's in use (before loading: the one named, or
+        for `auto` the bundled default's)."""
+        if self._preset is not None or self._config.model_path:
+            return local_context_tokens(self._config, self._preset)
+        return local_context_tokens(self._config, preset_named(self._config.model))
+
     # Loading
 
     def start_loading(self) -> None:
@@ -245,7 +253,9 @@ class LocalBackend(LocalModel):
         self._fold_system_prompt = preset is not None and preset.fold_system_prompt
         template = llm.metadata.get("tokenizer.chat_template", "")
         self._chat_template = template if isinstance(template, str) else ""
-        self._prompts = CompletionPrompts(llm, self._config)
+        self._prompts = CompletionPrompts(
+            llm, self._config, local_context_tokens(self._config, preset)
+        )
         # A calibrated model's pace is known before its first read (then measured as it goes).
         speed = self._auto.calibrated(preset) if self._auto is not None and preset else None
         self._pace = Pace(speed.prompt_tps, speed.generation_tps) if speed else Pace()
@@ -330,14 +340,18 @@ class LocalBackend(LocalModel):
             self._keep_count(time.monotonic() - started, first_text_s)
 
     def _keep_count(self, elapsed_s: float, first_text_s: float | None) -> None:
-        """Tell the chooser of `auto` how the deadline was kept: an answer, or a request that
-        ran its whole budget without one (one stopped sooner was superseded: no verdict)."""
+        """Tell the chooser of `auto` how the deadline was kept (an answer, or a request that
+        ran its whole budget without one; one stopped sooner was superseded: no verdict) and
+        how fast the model reads and writes now."""
         if self._auto is None:
             return
         if first_text_s is not None:
             self._auto.answered(first_text_s)
         elif elapsed_s >= self._config.deadline_ms / 1000 * 0.95:
             self._auto.missed()
+        live = self._pace.speed()
+        if live is not None:
+            self._auto.observed(live)
 
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         await self.ensure_loaded()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lsp_server.backends.local.calibration import Speed
+
 # A line of suggestion, in tokens (as `auto_choice.LINE_TOKENS` predicts a keystroke).
 LINE_TOKENS = 12
 # The share of the deadline a keystroke plans to use: the rest absorbs noise and the request's
@@ -40,6 +42,12 @@ class Pace:
     def wrote(self, tokens: int, seconds: float) -> None:
         if tokens > 0 and seconds > 0:
             self.generation_tps = _blend(self.generation_tps, tokens / seconds)
+
+    def speed(self) -> Speed | None:
+        """Both speeds, once both were measured (or given)."""
+        if self.prompt_tps is None or self.generation_tps is None:
+            return None
+        return Speed(self.prompt_tps, self.generation_tps)
 
     def affordable_tokens(self, deadline_ms: int) -> int | None:
         """New prompt tokens a keystroke can read within `deadline_ms` and still write a line;

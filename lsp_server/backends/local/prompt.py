@@ -40,11 +40,12 @@ class CompletionPrompts:
     """Writes completion prompts in one loaded model's tokens; used on the worker thread only
     (it remembers the last FIM prompt, which the KV cache holds)."""
 
-    def __init__(self, llm: Llama, config: LocalConfig) -> None:
+    def __init__(self, llm: Llama, config: LocalConfig, context_tokens: int) -> None:
         import llama_cpp
 
         self._llm = llm
         self._config = config
+        self._context_tokens = context_tokens
         self._bos: list[int] = llm.tokenize(b"", add_bos=True)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         fim = (
@@ -73,7 +74,7 @@ class CompletionPrompts:
             if len(tokens) + max_tokens <= llm.n_ctx():
                 return tokens
         budget = llm.n_ctx() - max_tokens - _SPECIAL_TOKENS_ROOM - len(self._bos)
-        chunks = context_within(request.context, self._config.context_tokens)
+        chunks = context_within(request.context, self._context_tokens)
         if chunks and log.isEnabledFor(logging.DEBUG):
             log.debug("local context: %s", ", ".join(f"{c.path} ({c.tokens})" for c in chunks))
         repo_level = self._fim_tokens is not None and len(self._repo_tokens) == 2
