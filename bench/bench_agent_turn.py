@@ -2,7 +2,9 @@
 instructions, a dozen tools, tool round trips in the history), streamed, sent straight to a
 model that speaks the Responses API and through the gateway, which bridges it onto chat
 completions; the same conversation as a chat completion, straight and through the gateway; and
-both through LiteLLM's proxy, the peer (installed for the bench only, see `litellm_proxy`).
+both through LiteLLM's proxy, the peer (installed for the bench only, see `litellm_proxy`); and
+both through the floor (`floor_proxy`: Starlette on uvicorn relaying the bytes with httpx, the
+least a Python gateway on this stack does), so what gateway-ls adds over its own stack shows.
 
 The requests are agent sessions: each turn is the previous one plus a tool round trip, as an
 agent sends them, and a session starts anew every `--turns` turns (its first turn is new text
@@ -32,9 +34,10 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.bench_gateway import free_port, keep_alive_client, percentile, process
+from bench.bench_gateway import floor_proxy, keep_alive_client, percentile, process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from lsp_server.gateway.responses_request import parse_responses_body
+from tests.support.ports import free_port
 
 WARMUP_REQUESTS = 20
 # Instructions and tools of the size Codex CLI sends (about 40 KB in all).
@@ -161,10 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=8, help="turns of each agent session")
     parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
     args = parser.parse_args(argv)
-    model_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
+    model_port, gateway_port, litellm_port, floor_port = (free_port() for _ in range(4))
     model_url = f"http://127.0.0.1:{model_port}/v1"
     gateway_url = f"http://127.0.0.1:{gateway_port}/v1"
     litellm_url = f"http://127.0.0.1:{litellm_port}/v1"
+    floor_url = f"http://127.0.0.1:{floor_port}/v1"
     sessions = Sessions(args.turns, WARMUP_REQUESTS + args.requests)
     litellm_missing = "skipped (--no-litellm)" if args.no_litellm else ""
     with contextlib.ExitStack() as stack:
@@ -192,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir / "gateway.log",
             )
         )
+        stack.enter_context(floor_proxy(workdir, floor_port, model_url))
         if not args.no_litellm:
             try:
                 models = litellm_model_list(model_url)
@@ -221,7 +226,23 @@ def main(argv: list[str] | None = None) -> int:
                 "chat, gateway", f"{gateway_url}/chat/completions", sessions.chat, chat_done, client
             ),
         ]
-        baselines: list[Route | None] = [None, paths[0], None, paths[2]]
+        paths += [
+            Route(
+                "responses, floor proxy",
+                f"{floor_url}/responses",
+                sessions.responses,
+                responses_done,
+                client,
+            ),
+            Route(
+                "chat, floor proxy",
+                f"{floor_url}/chat/completions",
+                sessions.chat,
+                chat_done,
+                client,
+            ),
+        ]
+        baselines: list[Route | None] = [None, paths[0], None, paths[2], paths[0], paths[2]]
         if not litellm_missing:
             paths.append(
                 Route(
@@ -278,6 +299,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     if litellm_missing:
         print(f"{'LiteLLM proxy':<38} {litellm_missing}")
+    by_name = {path.name: path for path in paths if path.name not in failed}
+    for kind in ("responses", "chat"):
+        gateway_path = by_name.get(
+            f"{kind}, gateway" + (" (bridged to chat)" if kind == "responses" else "")
+        )
+        floor = by_name.get(f"{kind}, floor proxy")
+        if gateway_path and floor:
+            over = percentile(gateway_path.samples_ms, 50) - percentile(floor.samples_ms, 50)
+            print(f"{kind}: the gateway over the floor proxy at p50: {over:+.2f} ms")
     per_request = gateway_cpu_ms / (2 * args.requests)
     print(f"\nthe gateway's CPU per request (both gateway paths): {per_request:.2f} ms")
     return 0

@@ -32,6 +32,8 @@ from pathlib import Path
 import httpx
 import psutil
 
+from tests.support.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_ADDED_P50_MS = 1.0
 WARMUP_REQUESTS = 50
@@ -65,12 +67,6 @@ class Target:
 
 def local_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1/completions"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager

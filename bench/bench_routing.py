@@ -35,7 +35,6 @@ import logging
 import math
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.routing.inline_race import completion_race
 from lsp_server.routing.router import Router
+from tests.support.ports import free_port
 
 NAMES = ("alpha", "beta", "gamma")
 MEDIANS_MS = (25.0, 45.0, 80.0)
@@ -119,12 +119,6 @@ def request_for(index: int) -> CompletionRequest:
 
 
 # --- endpoint processes ----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_until_up(url: str, timeout_s: float = 30.0) -> None:

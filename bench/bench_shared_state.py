@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 import redis.asyncio
 
-from bench.bench_gateway import free_port, process
+from bench.bench_gateway import process
 from lsp_server.backends.base import (
     Backend,
     BackendError,
@@ -49,6 +49,7 @@ from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
 
 TARGET_ADDED_P50_MS = 0.2

@@ -50,10 +50,11 @@ from typing import Any
 
 import httpx
 
-from bench.bench_gateway import free_port, process
+from bench.bench_gateway import process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from lsp_server import json_codec
 from lsp_server.event_loop import run_on_fastest_loop
+from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
 
 EDITORS = 50

@@ -3,9 +3,10 @@
 
 One Starlette route on uvicorn (on uvloop, as the gateway runs) that sends the client's body on
 to the endpoint with an httpx `AsyncClient` and returns the endpoint's answer as it came: no
-routing, privacy, streaming, cleaning or accounting. What it adds over the direct request is
-what the HTTP server, the framework and the HTTP client cost in this interpreter; what
-gateway-ls adds over it is its own.
+routing, privacy, streaming, cleaning or accounting. For `bench_agent_turn`, chat completions
+and Responses requests are relayed as bytes, the answer streamed back as it arrives. What it
+adds over the direct request is what the HTTP server, the framework and the HTTP client cost in
+this interpreter; what gateway-ls adds over it is its own.
 
 Run as `python -m bench.floor_proxy PORT UPSTREAM_BASE_URL`.
 """
@@ -17,8 +18,9 @@ import sys
 import httpx
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from lsp_server.event_loop import run_on_fastest_loop
@@ -32,10 +34,27 @@ def floor_app(upstream_base_url: str, model: str) -> Starlette:
         answer = await client.post("completions", json={**body, "model": model})
         return Response(answer.content, answer.status_code, media_type="application/json")
 
+    async def relay(request: Request) -> Response:
+        path = request.url.path.removeprefix("/v1/")
+        headers = {"Content-Type": "application/json"}
+        sent = client.build_request("POST", path, content=await request.body(), headers=headers)
+        answer = await client.send(sent, stream=True)
+        return StreamingResponse(
+            answer.aiter_raw(),
+            answer.status_code,
+            media_type=answer.headers.get("content-type"),
+            background=BackgroundTask(answer.aclose),
+        )
+
     async def healthz(request: Request) -> Response:
         return Response("ok")
 
-    routes = [Route("/v1/completions", completions, methods=["POST"]), Route("/healthz", healthz)]
+    routes = [
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", relay, methods=["POST"]),
+        Route("/v1/responses", relay, methods=["POST"]),
+        Route("/healthz", healthz),
+    ]
     return Starlette(routes=routes)
 
 

@@ -116,11 +116,11 @@ async def test_request_shape_system_prompt_and_headers(
     assert sent.headers["x-api-key"] == KEY
     assert sent.headers["anthropic-version"] == "2023-06-01"
     assert "authorization" not in sent.headers
-    assert sent.json["system"] == "You rewrite code."
-    assert sent.json["messages"] == [{"role": "user", "content": "Simplify area()."}]
-    assert sent.json["model"] == "claude-test"
-    assert sent.json["stream"] is True
-    assert sent.json["max_tokens"] == 500
+    assert sent.payload["system"] == "You rewrite code."
+    assert sent.payload["messages"] == [{"role": "user", "content": "Simplify area()."}]
+    assert sent.payload["model"] == "claude-test"
+    assert sent.payload["stream"] is True
+    assert sent.payload["max_tokens"] == 500
 
 
 async def test_complete_asks_for_the_text_at_the_cursor(
@@ -136,7 +136,7 @@ async def test_complete_asks_for_the_text_at_the_cursor(
         single_line=True,
     )
     assert "".join(await _collect(backend.complete(request))) == "a + b"
-    sent = server.requests[0].json
+    sent = server.requests[0].payload
     assert CURSOR_MARKER in sent["system"] and "no code fences" in sent["system"]
     (user,) = sent["messages"]
     assert "def add(a, b):\n    return <CURSOR>\n\nprint(add(1, 2))\n" in user["content"]
@@ -151,7 +151,7 @@ async def test_stop_strings_split_across_chunks_end_the_stream(
     server.behaviour = Behaviour(text="first block\n\nsecond block", chunk_chars=3)
     request = _chat(ChatMessage("user", "go"), stop=("\n\n", "END"))
     assert "".join(await _collect(backend.chat(request))) == "first block"
-    assert server.requests[0].json["stop_sequences"] == ["END"]
+    assert server.requests[0].payload["stop_sequences"] == ["END"]
 
 
 async def test_missing_key_is_an_auth_error_naming_the_variable(

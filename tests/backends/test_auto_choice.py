@@ -30,7 +30,9 @@ MIDDLING = Speed(prompt_tps=50.0, generation_tps=14.0)  # 1.02 s
 SLOW = Speed(prompt_tps=25.0, generation_tps=8.0)  # 1.82 s
 
 
-def everything_installed(gemma: Speed | None, small: Speed | None, large: Speed | None) -> list:
+def everything_installed(
+    gemma: Speed | None, small: Speed | None, large: Speed | None
+) -> list[Candidate]:
     return [
         Candidate(GEMMA_3_270M, True, gemma),
         Candidate(QWEN_CODER_0_5B, True, small),
@@ -88,7 +90,7 @@ def test_the_adapter_steps_down_after_misses_in_a_row_only() -> None:
 
 def test_the_adapter_steps_up_after_a_while_with_room(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [1000.0]
-    monkeypatch.setattr(auto_choice.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr("lsp_server.backends.local.auto_choice.time.monotonic", lambda: clock[0])
     adapter = Adapter(1500)
     for _ in range(auto_choice.ANSWERS_WITH_ROOM):
         adapter.answered(0.3)

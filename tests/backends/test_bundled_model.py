@@ -20,6 +20,7 @@ from lsp_server.backends.bundled_model import (
     ensure_bundled_model,
     resolve_model_path,
 )
+from lsp_server.backends.model_presets import DEFAULT_PRESET, PRESETS
 from lsp_server.config.model import LocalConfig
 from tests.support.real_tools import bundled_model_package
 
@@ -141,7 +142,7 @@ def test_missing_package_names_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
-    first_part, _ = bundled_model.PRESETS[bundled_model.DEFAULT_PRESET].parts[0]
+    first_part, _ = PRESETS[DEFAULT_PRESET].parts[0]
     monkeypatch.setitem(sys.modules, first_part, None)
 
     with pytest.raises(ModelUnavailable, match=r"pip install 'gateway-ls\[local\]'"):

@@ -133,9 +133,12 @@ def test_a_busier_machine_than_the_kept_one_is_measured_again_too(
     chooser.serving = QWEN_CODER_0_5B
     chooser._drift.rebase(SMALL_QUIET)
     busy = {GEMMA_3_270M: GEMMA_BUSY, QWEN_CODER_0_5B: SMALL_BUSY, QWEN_CODER_1_5B: LARGE_BUSY}
-    monkeypatch.setattr(
-        chooser, "_calibrate", lambda preset: measured.append(preset.name) or busy[preset]
-    )
+
+    def calibrate(preset: ModelPreset) -> Speed:
+        measured.append(preset.name)
+        return busy[preset]
+
+    monkeypatch.setattr(chooser, "_calibrate", calibrate)
 
     serve(chooser, Speed(prompt_tps=30.0, generation_tps=9.0), calibration_drift.MIN_OBSERVATIONS)
     act(chooser)

@@ -5,6 +5,7 @@ for chat endpoints; each cut to the endpoint's own `context_tokens`, stable chun
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -54,14 +55,14 @@ def base_url(server: FakeLLMServer, kind: str) -> str:
 
 async def ask(
     server: FakeLLMServer, kind: str, extra: str = "", request: CompletionRequest = REQUEST
-) -> dict:  # type: ignore[type-arg]
+) -> dict[str, Any]:
     key = 'api_key_env = "OPENAI_KEY"\n' if kind == "openai" else ""
     backend = remote_backend(endpoint(kind, base_url(server, kind), key + extra))
     try:
         await collect(backend.complete(request))
     finally:
         await backend.aclose()
-    return server.requests[-1].json
+    return server.requests[-1].payload
 
 
 @pytest.mark.parametrize("kind", FIM_KINDS)

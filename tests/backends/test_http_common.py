@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -56,7 +57,7 @@ class _Stream(httpx.AsyncByteStream):
             yield chunk
 
 
-async def payloads(response: httpx.Response) -> list[dict]:
+async def payloads(response: httpx.Response) -> list[dict[str, Any]]:
     return [payload async for payload in http_common.iter_sse_json("e", response)]
 
 

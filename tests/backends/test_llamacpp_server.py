@@ -20,9 +20,10 @@ import httpx
 import pytest
 from lsprotocol import types
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import record_applied_edits
 from tests.support.gateway_process import running_gateway
-from tests.support.lsp_session import inline_completion, lsp_session, open_document
+from tests.support.lsp_session import inline_completion, lsp_session, open_document, server_status
 from tests.support.ports import free_port
 from tests.support.processes import stop_process
 
@@ -30,7 +31,6 @@ pytestmark = pytest.mark.model
 
 START_TIMEOUT_S = 120
 REPO_ROOT = Path(__file__).resolve().parents[2]
-LOCAL_OFF = "[local]\nenabled = false\n"
 SOURCE = "def add(a, b):\n    return a +\n\n\nprint(add(1, 2))\n"
 
 
@@ -81,9 +81,7 @@ async def test_inline_suggestion_over_lsp(tmp_path: Path, llama_server: str) -> 
         uri = (tmp_path / "add.py").as_uri()
         open_document(client, uri, SOURCE)
         result = await asyncio.wait_for(inline_completion(client, uri, 1, 16), 90)
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        )
+        status = await server_status(client)
     (decision,) = [d for d in status["decisions"] if d["kind"] == "inline"]
     assert decision["endpoint"] == "llama" and decision["tokens"] > 0, decision
     assert result is None or all(item.insert_text for item in result.items)
@@ -136,6 +134,7 @@ async def test_refactor_is_answered_within_its_bounds(tmp_path: Path, llama_serv
             ),
             180,
         )
+    assert isinstance(result, dict), result
     if result["applied"]:
         assert result["endpoint"] == "llama" and len(applied) == 1, result
     else:  # given back unchanged, or cut at max_tokens: said at once, and nothing changed

@@ -32,6 +32,7 @@ from tests.support.fake_hub import FakeHub, fake_hub
 from tests.support.real_tools import bundled_model_package
 
 CONTENT = b"GGUF" + bytes(range(256)) * 64
+TINY_HUB = HubFile(repo="example/tiny-GGUF", filename="tiny.gguf", revision="main")
 TINY = ModelPreset(
     name="tiny-test",
     file_name="tiny.gguf",
@@ -40,7 +41,7 @@ TINY = ModelPreset(
     parts=(("tiny_model_part_not_installed", "part01.bin"),),
     install_hint="pip install tiny-model-parts",
     licence=QWEN_CODER_0_5B.licence,
-    hub=HubFile(repo="example/tiny-GGUF", filename="tiny.gguf", revision="main"),
+    hub=TINY_HUB,
 )
 
 
@@ -53,7 +54,7 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
 
 
 def test_pull_fetches_verifies_and_finds_it_again_offline(hub: FakeHub, tmp_path: Path) -> None:
-    hub.publish(TINY.hub.repo, TINY.hub.revision, TINY.hub.filename, CONTENT)  # type: ignore[union-attr]
+    hub.publish(TINY_HUB.repo, TINY_HUB.revision, TINY_HUB.filename, CONTENT)
 
     pulled = model_hub.pull(TINY, tmp_path)
     again = model_hub.pull(TINY, tmp_path, offline=True)
@@ -67,7 +68,7 @@ def test_pull_fetches_verifies_and_finds_it_again_offline(hub: FakeHub, tmp_path
 def test_a_pulled_preset_is_what_the_local_model_loads(
     hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hub.publish(TINY.hub.repo, TINY.hub.revision, TINY.hub.filename, CONTENT)  # type: ignore[union-attr]
+    hub.publish(TINY_HUB.repo, TINY_HUB.revision, TINY_HUB.filename, CONTENT)
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
     pulled = model_hub.pull(TINY, tmp_path)
 
@@ -79,7 +80,7 @@ def test_a_file_whose_hash_does_not_match_is_refused_and_removed(
     hub: FakeHub, tmp_path: Path
 ) -> None:
     tampered = CONTENT[:-1] + b"!"
-    hub.publish(TINY.hub.repo, TINY.hub.revision, TINY.hub.filename, tampered)  # type: ignore[union-attr]
+    hub.publish(TINY_HUB.repo, TINY_HUB.revision, TINY_HUB.filename, tampered)
 
     with pytest.raises(model_hub.PullFailed, match="SHA-256 mismatch"):
         model_hub.pull(TINY, tmp_path)

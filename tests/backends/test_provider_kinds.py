@@ -91,12 +91,12 @@ async def test_fim_call_reaches_the_documented_path_in_the_documented_shape(
     assert sent.path == EXPECTED[kind][0]
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     if kind == "llamacpp":
-        assert sent.json["input_prefix"] == request.prefix
-        assert sent.json["input_suffix"] == request.suffix
-        assert sent.json["cache_prompt"] is True and sent.json["n_predict"] == 64
+        assert sent.payload["input_prefix"] == request.prefix
+        assert sent.payload["input_suffix"] == request.suffix
+        assert sent.payload["cache_prompt"] is True and sent.payload["n_predict"] == 64
     else:
         assert sent.headers["authorization"] == f"Bearer {KEY}"
-        assert (sent.json["prompt"], sent.json["suffix"]) == (request.prefix, request.suffix)
+        assert (sent.payload["prompt"], sent.payload["suffix"]) == (request.prefix, request.suffix)
     # Counted by the upstream where its stream reports usage, else one token per chunk.
     assert usage.reported is (kind in ("deepseek", "llamacpp"))
     assert usage.completion_tokens == 4 and usage.finish_reason == "stop"
@@ -136,14 +136,14 @@ async def test_no_suffix_sent_when_the_client_sent_none(server: FakeLLMServer) -
     request = CompletionRequest(prefix="Once upon a time", suffix="", has_suffix=False)
     try:
         await collect(openai.complete(request))
-        assert "suffix" not in server.requests[-1].json
+        assert "suffix" not in server.requests[-1].payload
         await collect(llama.complete(request))
     finally:
         await openai.aclose()
         await llama.aclose()
     sent = server.requests[-1]
-    assert sent.path == "/llamacpp/completion" and sent.json["prompt"] == "Once upon a time"
-    assert "input_suffix" not in sent.json
+    assert sent.path == "/llamacpp/completion" and sent.payload["prompt"] == "Once upon a time"
+    assert "input_suffix" not in sent.payload
 
 
 async def test_llamacpp_without_infill_uses_its_openai_completions(server: FakeLLMServer) -> None:
@@ -157,7 +157,7 @@ async def test_llamacpp_without_infill_uses_its_openai_completions(server: FakeL
     finally:
         await backend.aclose()
     assert [r.path for r in server.requests] == ["/infill", "/v1/completions", "/v1/completions"]
-    assert server.requests[-1].json["suffix"] == "\n"
+    assert server.requests[-1].payload["suffix"] == "\n"
 
 
 async def test_llamacpp_native_stream_cut_short_is_a_protocol_fault(server: FakeLLMServer) -> None:

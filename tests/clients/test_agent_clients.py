@@ -23,10 +23,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.responses import FunctionToolParam
+from openai.types.shared_params import FunctionDefinition
 
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
@@ -38,8 +41,7 @@ CODEX = REPO / ".tools" / "codex" / "node_modules" / ".bin" / "codex"
 CODEX_TIMEOUT_S = 180
 OPENCODE = REPO / ".tools" / "opencode" / "node_modules" / ".bin" / "opencode"
 SHELL_MARKER = "round-trip-ok"
-WEATHER_TOOL = {
-    "type": "function",
+WEATHER_SCHEMA: FunctionDefinition = {
     "name": "get_weather",
     "description": "The weather in a city",
     "parameters": {
@@ -49,9 +51,11 @@ WEATHER_TOOL = {
         "additionalProperties": False,
     },
 }
-CHAT_WEATHER_TOOL = {
+# The API takes `strict` as optional (the test sends none); the SDK's type requires it.
+WEATHER_TOOL = cast(FunctionToolParam, {"type": "function", **WEATHER_SCHEMA})
+CHAT_WEATHER_TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
-    "function": {key: value for key, value in WEATHER_TOOL.items() if key != "type"},
+    "function": WEATHER_SCHEMA,
 }
 QUESTION = "What is the weather in Oslo?"
 
@@ -206,7 +210,8 @@ def agent_round_trip(base_url: str, *, api: str, stream: bool) -> RoundTrip:
     agents.set_tracing_disabled(True)
     calls: list[tuple[str, dict[str, Any], str]] = []
 
-    @agents.function_tool
+    # The SDK is imported when the test runs (importorskip), so its decorator is untyped here.
+    @agents.function_tool  # type: ignore[untyped-decorator]
     def get_weather(city: str) -> str:
         """The weather in a city."""
         result = weather(city)
@@ -374,12 +379,12 @@ def codex_round_trip(
     )
 
 
-def _tool_traffic(model: ScriptedAgentServer) -> tuple[list[tuple[str, dict]], list[str]]:
+def _tool_traffic(model: ScriptedAgentServer) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
     """The tool calls the model made and the results sent back to it, read from the last
     request it received, in whichever API it came (Responses directly, chat through the
     gateway)."""
     last = [r.json for r in model.requests if r.method == "POST" and isinstance(r.json, dict)][-1]
-    calls: list[tuple[str, dict]] = []
+    calls: list[tuple[str, dict[str, Any]]] = []
     results: list[str] = []
     for item in last.get("input") or []:
         if item.get("type") == "function_call":

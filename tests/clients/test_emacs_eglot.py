@@ -69,7 +69,8 @@ def run_eglot_session(
         timeout=EMACS_S,
     )
     assert finished.returncode == 0 and result.exists(), f"Emacs failed:\n{finished.stderr}"
-    return json.loads(result.read_text())
+    seen: dict[str, Any] = json.loads(result.read_text())
+    return seen
 
 
 def test_a_completion_item_inserts_the_whole_suggestion(tmp_path: Path) -> None:

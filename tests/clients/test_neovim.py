@@ -275,7 +275,7 @@ def test_another_open_file_joins_the_prompt_as_context(tmp_path: Path) -> None:
                 lambda: lua(editor, "return gateway_test.ghost_text()"), 15, "ghost text"
             )
             assert "nicate_widget" in ghost
-    prompt = endpoint.requests[-1].json["prompt"]
+    prompt = endpoint.requests[-1].payload["prompt"]
     whole_file = "# path: widgets.py\n" + widgets.read_text()  # the ring's chunk, body and all
     assert whole_file in prompt
     assert prompt.endswith("# path: main.py\n" + main.read_text()[:-1] + "result = frob")
@@ -298,7 +298,8 @@ def mercury_config(directory: Path, mercury: FakeLLMServer) -> Path:
 
 
 def next_edit_marks(editor: Any) -> dict[str, str]:
-    return lua(editor, "return gateway_test.next_edit_marks()")
+    marks: dict[str, str] = lua(editor, "return gateway_test.next_edit_marks()")
+    return marks
 
 
 def edit_statistics(editor: Any, endpoint: str) -> dict[str, Any]:
@@ -348,10 +349,11 @@ def test_the_next_edit_is_shown_with_extmarks_and_applied_with_one_key(tmp_path:
                 10,
                 "the acceptance in the statistics",
             )
+            assert stats is not None
             assert (stats["shown"], stats["accepted"]) == (1, 1)
     asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
     assert asked, "the next edit was not asked of the Mercury endpoint"
-    prompt = asked[-1].json["messages"][-1]["content"]
+    prompt = asked[-1].payload["messages"][-1]["content"]
     assert "+def scale(amount, factor):" in prompt
     assert "<|code_to_edit|>" in prompt and "<|cursor|>" in prompt
 
@@ -372,6 +374,7 @@ def test_a_dismissed_next_edit_leaves_the_buffer_and_the_keys_alone(tmp_path: Pa
                 10,
                 "the dismissal in the statistics",
             )
+            assert stats is not None
             assert (stats["shown"], stats["accepted"], stats["dismissed"]) == (1, 0, 1)
 
 

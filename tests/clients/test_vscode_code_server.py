@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from lsp_server.backends.model_presets import PRESETS, QWEN_CODER_0_5B
 from tests.support.busy_machine import one_core_busy
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.mercury_upstream import finish_the_rename
+from tests.support.ports import free_port
 from tests.support.real_tools import require_preset, tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -85,12 +85,6 @@ def pieces() -> None:
             f"missing {', '.join(missing)}: run `make test-vscode` to install and build them"
         )
     shutil.rmtree(ARTIFACTS, ignore_errors=True)  # an earlier run's screenshots would mislead
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def code_server_command(*args: str) -> list[str]:
@@ -384,7 +378,7 @@ def test_a_next_edit_appears_away_from_the_cursor_and_applies(
 
         asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
         assert asked, "the next edit was not asked of the Mercury endpoint"
-        assert "+def scale(amount, factor):" in asked[-1].json["messages"][-1]["content"]
+        assert "+def scale(amount, factor):" in asked[-1].payload["messages"][-1]["content"]
     # Drawn on the line below the cursor's: the old use struck through, the new one beside it.
     assert report["struck"] == ["value"], report
     assert "amount" in report["beside"], report

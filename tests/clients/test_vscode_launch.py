@@ -46,7 +46,8 @@ def extension_launch(settings: dict[str, Any], workspace: Path) -> dict[str, Any
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+    launch: dict[str, Any] = json.loads(completed.stdout)
+    return launch
 
 
 @pytest.fixture

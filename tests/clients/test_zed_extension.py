@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_server.config.model import Config, GatewayConfig
 
@@ -76,7 +76,8 @@ def manifest() -> dict[str, Any]:
 
 
 def load_snippet(name: str) -> dict[str, Any]:
-    return json.loads((SNIPPETS / name).read_text())
+    snippet: dict[str, Any] = json.loads((SNIPPETS / name).read_text())
+    return snippet
 
 
 def test_manifest_declares_the_extension(manifest: dict[str, Any]) -> None:
@@ -185,6 +186,7 @@ async def test_the_command_line_starts_a_working_server(lib_rs: str, tmp_path: P
     client = await ClientServerConfig(
         server_command=installed_command(lib_rs), server_env=env
     ).start()
+    assert isinstance(client, LanguageClient)
     try:
         # What the extension sends for `initialization_options: {"local": {"enabled": false}}`.
         params = types.InitializeParams(

@@ -4,6 +4,7 @@ and what it never holds (sensitive files, secrets, files outside the workspace).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,8 +170,8 @@ def test_a_chunk_too_big_is_passed_over_for_smaller_ones() -> None:
 # -- gathering from a workspace ----------------------------------------------------------------
 
 
-def store_for(root: Path, **routing: object) -> ContextStore:
-    config = RoutingConfig(**routing)  # type: ignore[arg-type]
+def store_for(root: Path, **routing: Any) -> ContextStore:
+    config = RoutingConfig(**routing)
     store = ContextStore(PrivacyGuard(lambda: config), enabled=lambda: config.context)
     store.set_workspace_folders([root.as_uri()])
     return store

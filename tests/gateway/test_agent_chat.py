@@ -17,7 +17,16 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionContentPartParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+)
 
+from tests.support.config_text import AWS_KEY_ID
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
@@ -29,8 +38,7 @@ from tests.support.weather_agent import (
     weather_agent,
 )
 
-AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
-WEATHER_TOOL = {
+WEATHER_TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -42,7 +50,9 @@ WEATHER_TOOL = {
         },
     },
 }
-ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+ASK: list[ChatCompletionMessageParam] = [
+    {"role": "user", "content": "What is the weather in Paris?"}
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +102,7 @@ def fresh_records(agent_up: FakeLLMServer, claude_up: FakeLLMServer) -> None:
         server.behaviour = weather_agent()
 
 
-def chat_bodies(server: FakeLLMServer) -> list[dict]:
+def chat_bodies(server: FakeLLMServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if r.method == "POST" and r.json]
 
 
@@ -106,7 +116,7 @@ def sse_payloads(response: httpx.Response) -> list[Any]:
     return payloads
 
 
-def post_stream(gateway: Gateway, body: dict) -> list[Any]:
+def post_stream(gateway: Gateway, body: dict[str, Any]) -> list[Any]:
     with (
         httpx.Client(timeout=30) as client,
         client.stream("POST", f"{gateway.base_url}/chat/completions", json=body) as response,
@@ -206,12 +216,12 @@ def test_temperature_goes_up_only_when_sent_and_the_clients_token_cap_wins_below
 
 
 def test_tool_history_goes_up_intact(gateway: Gateway, agent_up: FakeLLMServer) -> None:
-    call = {
+    call: ChatCompletionMessageFunctionToolCallParam = {
         "id": "call_abc",
         "type": "function",
         "function": {"name": "get_weather", "arguments": WEATHER_ARGUMENTS},
     }
-    messages = [
+    messages: list[ChatCompletionMessageParam] = [
         *ASK,
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "call_abc", "content": '{"celsius": 21}'},
@@ -295,7 +305,9 @@ def test_a_tool_call_without_arguments_gets_an_empty_object(
     reply = gateway.client().chat.completions.create(
         model="agent", messages=ASK, tools=[WEATHER_TOOL]
     )
-    assert (reply.choices[0].message.tool_calls or [])[0].function.arguments == "{}"
+    call = (reply.choices[0].message.tool_calls or [])[0]
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+    assert call.function.arguments == "{}"
     payloads = post_stream(
         gateway, {"model": "agent", "messages": ASK, "tools": [WEATHER_TOOL], "stream": True}
     )
@@ -329,7 +341,7 @@ def test_an_upstream_refusing_the_request_is_told_as_it_said_and_trips_no_breake
 def test_anthropic_requests_carry_tools_and_tool_history_as_blocks(
     gateway: Gateway, claude_up: FakeLLMServer
 ) -> None:
-    messages = [
+    messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": "You are terse."},
         *ASK,
         {
@@ -360,7 +372,7 @@ def test_anthropic_requests_carry_tools_and_tool_history_as_blocks(
         {
             "name": "get_weather",
             "description": "The weather in a city.",
-            "input_schema": WEATHER_TOOL["function"]["parameters"],  # type: ignore[index]
+            "input_schema": WEATHER_TOOL["function"]["parameters"],
         }
     ]
     assert sent["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
@@ -397,6 +409,7 @@ def test_anthropic_tool_use_comes_back_as_openai_tool_calls(
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls"
     (call,) = choice.message.tool_calls or []
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.id.startswith("call_") and call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == json.loads(WEATHER_ARGUMENTS)
     payloads = post_stream(
@@ -406,7 +419,7 @@ def test_anthropic_tool_use_comes_back_as_openai_tool_calls(
 
 
 def test_anthropic_images_become_image_blocks(gateway: Gateway, claude_up: FakeLLMServer) -> None:
-    parts = [
+    parts: list[ChatCompletionContentPartParam] = [
         {"type": "text", "text": "Describe it."},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
         {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
@@ -498,7 +511,7 @@ def test_a_secret_anywhere_in_an_agents_request_never_leaves_the_machine(
     gateway: Gateway,
     agent_up: FakeLLMServer,
     claude_up: FakeLLMServer,
-    messages: list[dict],
+    messages: list[ChatCompletionMessageParam],
 ) -> None:
     for model in ("auto", "agent", "reasoning"):
         with pytest.raises(openai.APIStatusError) as caught:
@@ -517,7 +530,7 @@ def test_a_secret_in_a_later_turn_or_an_edited_earlier_one_never_leaves(
     """Turn after turn the gateway judges only what it has not judged clean before; a secret
     in a new turn, or in an earlier message an agent rewrote, is still caught."""
     client = gateway.client()
-    history = [
+    history: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": "You are a careful coding agent.\n" * 200},
         *ASK,
         {"role": "assistant", "content": "Let me look at the settings first."},
@@ -525,9 +538,17 @@ def test_a_secret_in_a_later_turn_or_an_edited_earlier_one_never_leaves(
     asked = len(agent_up.requests)
     client.chat.completions.create(model="agent", messages=history, tools=[WEATHER_TOOL])
     assert len(agent_up.requests) == asked + 1
-    with_secret = [*history, {"role": "user", "content": f"The key is {AWS_KEY_ID}"}]
-    edited = [history[0], {"role": "user", "content": f"Weather? key={AWS_KEY_ID}"}, history[2]]
-    for messages in (with_secret, edited, [*edited, {"role": "user", "content": "And now?"}]):
+    with_secret: list[ChatCompletionMessageParam] = [
+        *history,
+        {"role": "user", "content": f"The key is {AWS_KEY_ID}"},
+    ]
+    edited: list[ChatCompletionMessageParam] = [
+        history[0],
+        {"role": "user", "content": f"Weather? key={AWS_KEY_ID}"},
+        history[2],
+    ]
+    followed: list[ChatCompletionMessageParam] = [*edited, {"role": "user", "content": "And now?"}]
+    for messages in (with_secret, edited, followed):
         with pytest.raises(openai.APIStatusError) as caught:
             client.chat.completions.create(model="agent", messages=messages, tools=[WEATHER_TOOL])
         assert caught.value.status_code == 503
@@ -546,6 +567,7 @@ def test_an_openai_sdk_tool_round_trip(gateway: Gateway, model: str, stream: boo
     result back, read the answer."""
     client = gateway.client()
     messages: list[Any] = list(ASK)
+    completion: ChatCompletion
     if stream:
         with client.chat.completions.stream(
             model=model, messages=messages, tools=[WEATHER_TOOL]
@@ -560,6 +582,7 @@ def test_an_openai_sdk_tool_round_trip(gateway: Gateway, model: str, stream: boo
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
     (call,) = choice.message.tool_calls or []
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.function.name == "get_weather"
     city = json.loads(call.function.arguments)["city"]
     messages.append(choice.message.model_dump(exclude_none=True, exclude={"parsed"}))

@@ -9,6 +9,13 @@ from pathlib import Path
 
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+    ChatCompletionNamedToolChoiceParam,
+)
 
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.gateway_process import running_gateway
@@ -17,7 +24,7 @@ from tests.support.lsp_session import endpoint_toml
 pytestmark = pytest.mark.model
 
 SENSITIVE = {"X-Gateway-LS-Sensitive": "1"}
-LOOKUP_TOOL = {
+LOOKUP_TOOL: ChatCompletionFunctionToolParam = {
     "type": "function",
     "function": {
         "name": "lookup",
@@ -29,7 +36,7 @@ LOOKUP_TOOL = {
         },
     },
 }
-ASK = [{"role": "user", "content": "Look up the word 'gateway'."}]
+ASK: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Look up the word 'gateway'."}]
 
 
 def local_config(model_path: Path, remote_url: str, tool_calls: str) -> str:
@@ -66,7 +73,11 @@ def test_the_local_model_calls_a_tool_with_chatml_function_calling(
         ) as gw,
     ):
         client = gw.client().with_options(default_headers=SENSITIVE, timeout=180)
-        forced = {"type": "function", "function": {"name": "lookup"}}
+        forced: ChatCompletionNamedToolChoiceParam = {
+            "type": "function",
+            "function": {"name": "lookup"},
+        }
+        completion: ChatCompletion
         if stream:
             with client.chat.completions.stream(
                 model="auto", messages=ASK, tools=[LOOKUP_TOOL], tool_choice=forced, max_tokens=48
@@ -82,6 +93,7 @@ def test_the_local_model_calls_a_tool_with_chatml_function_calling(
         assert completion.model == "local"
         assert choice.finish_reason == "tool_calls"
         (call,) = choice.message.tool_calls or []
+        assert isinstance(call, ChatCompletionMessageFunctionToolCall)
         assert call.id and call.function.name == "lookup"
         # A grammar made from the tool's schema holds the arguments to it (greedy decoding:
         # the same every run).

@@ -72,7 +72,9 @@ def test_tokens_come_from_each_variable_and_the_file(
         (f"carol/laptop {CAROL}\n", 1),
     ],
 )
-def test_a_bad_token_file_line_is_located_without_echo(tmp_path: Path, text: str, line: int):
+def test_a_bad_token_file_line_is_located_without_echo(
+    tmp_path: Path, text: str, line: int
+) -> None:
     path = token_file(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         read_token_file(path, config_source=None)

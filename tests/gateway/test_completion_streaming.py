@@ -10,9 +10,10 @@ with the official `openai` client against a slow streaming upstream.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
+from openai.types import Completion
 
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.suggest.postprocess import clean_suggestion
@@ -34,8 +35,12 @@ def _streamed(request: CompletionRequest, raw: str, size: int) -> tuple[list[str
     return [piece for piece in sent if piece], cleaner.finish(raw)
 
 
-def _request(prefix: str, suffix: str, **fields: object) -> CompletionRequest:
-    return CompletionRequest(prefix=prefix, suffix=suffix, language="python", **fields)  # type: ignore[arg-type]
+def _request(
+    prefix: str, suffix: str, *, stop: tuple[str, ...], single_line: bool = False
+) -> CompletionRequest:
+    return CompletionRequest(
+        prefix=prefix, suffix=suffix, language="python", stop=stop, single_line=single_line
+    )
 
 
 CASES = {
@@ -150,8 +155,8 @@ def test_text_reaches_the_client_while_the_upstream_still_writes(
 
 
 def _tracked(
-    stream: Iterator, texts: list[tuple[float, str, int]], upstream: FakeLLMServer
-) -> Iterator:
+    stream: Iterable[Completion], texts: list[tuple[float, str, int]], upstream: FakeLLMServer
+) -> Iterator[Completion]:
     for chunk in stream:
         text = chunk.choices[0].text if chunk.choices else ""
         texts.append((time.monotonic(), text, upstream.completed_streams))

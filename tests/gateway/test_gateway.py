@@ -15,10 +15,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
@@ -39,7 +41,7 @@ PREFIX = "def add(a, b):\n    "
 SUFFIX = "\n\nprint(add(1, 2))\n"
 
 
-def generation_bodies(server: FakeLLMServer) -> list[dict]:
+def generation_bodies(server: FakeLLMServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if r.path.endswith("completions") and r.json]
 
 
@@ -302,12 +304,13 @@ def test_chat_messages_and_stop_sequences_are_judged_together(
     gateway: Gateway, fast: FakeLLMServer, slow: FakeLLMServer
 ) -> None:
     password = "Wq7" + "rT2mZ9xL4kP8"
-    split = [
+    split: list[ChatCompletionMessageParam] = [
         {"role": "user", "content": "db_password = "},
         {"role": "user", "content": f'"{password}"'},
     ]
-    in_stop = {"stop": [f"{AWS_KEY_ID}"]}
-    for messages, extra in ((split, {}), ([{"role": "user", "content": "hi"}], in_stop)):
+    hi: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
+    in_stop: dict[str, Any] = {"stop": [f"{AWS_KEY_ID}"]}
+    for messages, extra in ((split, {}), (hi, in_stop)):
         with pytest.raises(openai.APIStatusError) as error:
             gateway.client().chat.completions.create(model="gateway-ls", messages=messages, **extra)
         assert error.value.status_code == 503
@@ -332,7 +335,7 @@ def test_chat_messages_and_stop_sequences_are_judged_together(
     ],
 )
 def test_invalid_bodies_get_400_naming_the_field(
-    gateway: Gateway, path: str, body: dict, param: str
+    gateway: Gateway, path: str, body: dict[str, Any], param: str
 ) -> None:
     response = httpx.post(f"{gateway.base_url}/{path}", json=body, timeout=10)
     assert response.status_code == 400
@@ -381,7 +384,8 @@ def test_an_endpoint_without_the_role_cannot_be_pinned(tmp_path: Path) -> None:
             gateway.client().chat.completions.create(
                 model="mercury", messages=[{"role": "user", "content": "hi"}]
             )
-        assert error.value.body["param"] == "model"  # type: ignore[index]
+        body = error.value.body
+        assert isinstance(body, dict) and body["param"] == "model"
         assert inline_only.requests == []
 
 

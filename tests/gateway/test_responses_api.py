@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
 import pytest
+from openai.types.responses import FunctionToolParam
 
-from tests.support.config_text import AWS_KEY_ID
+from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
@@ -27,12 +28,15 @@ from tests.support.weather_agent import (
     weather_agent,
 )
 
-LOCAL_OFF = "[local]\nenabled = false\n"
-WEATHER_TOOL = {
-    "type": "function",
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-}
+# The API takes `strict` as optional (the test sends none); the SDK's type requires it.
+WEATHER_TOOL = cast(
+    FunctionToolParam,
+    {
+        "type": "function",
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +140,7 @@ def test_a_request_becomes_one_chat_completion_upstream(
     )
     assert response.status_code == 200, response.text
     assert response.headers["x-gateway-ls-endpoint"] == "scripted"
-    (sent,) = [r.json for r in model.requests if r.path == "/v1/chat/completions"]
+    (sent,) = [r.payload for r in model.requests if r.path == "/v1/chat/completions"]
     assert sent["messages"][:2] == [
         {"role": "system", "content": "Use the tools."},
         {"role": "user", "content": "Oslo?"},
@@ -293,7 +297,7 @@ def test_an_endpoint_with_responses_path_gets_the_request_as_sent(
         streamed = stream.get_final_response()
     paths = [r.path for r in model.requests]
     assert paths == ["/v1/responses", "/v1/responses"]
-    sent = model.requests[0].json
+    sent = model.requests[0].payload
     assert sent["model"] == "fake-model"  # the endpoint's own model
     assert sent["tools"] == [WEATHER_TOOL] and sent["store"] is False
     for response in (first, streamed):
@@ -335,7 +339,7 @@ def test_an_anthropic_endpoint_serves_a_responses_tool_round_trip(
     assert final.output_text == ANSWER_AFTER_TOOL
     last = claude.requests[-1]
     assert last.path == "/v1/messages"
-    blocks = [b for m in last.json["messages"] for b in m["content"] if isinstance(b, dict)]
+    blocks = [b for m in last.payload["messages"] for b in m["content"] if isinstance(b, dict)]
     assert {"tool_use", "tool_result"} <= {b["type"] for b in blocks}
     result = next(b for b in blocks if b["type"] == "tool_result")
     assert result["tool_use_id"] == call.call_id

@@ -454,7 +454,8 @@ def test_the_final_response_is_a_valid_non_streamed_answer() -> None:
     assert response.id.startswith("resp_")
     assert response.metadata == {"a": "b"}
     assert response.output[0].type == "function_call"
-    assert response.output[0].id.startswith("fc_")
+    call_id = response.output[0].id
+    assert call_id is not None and call_id.startswith("fc_")
 
 
 def test_a_cut_answer_ends_incomplete() -> None:

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -168,7 +169,7 @@ def test_streamed_and_whole_answers_are_charged_with_and_without_upstream_usage(
                     assert streamed.status_code == 200
                     assert "[DONE]" in streamed.read().decode()
             entries = settled(redis_server.url, "CI_TOKEN", 4)
-    by_endpoint: dict[str, list[dict]] = {"counted": [], "silent": []}
+    by_endpoint: dict[str, list[dict[str, Any]]] = {"counted": [], "silent": []}
     for entry in entries:
         by_endpoint[entry["endpoint"]].append(entry)
     for name, pair in by_endpoint.items():
@@ -310,12 +311,17 @@ def test_redis_restarted_no_request_fails_and_limits_resume(
             assert "shared limits state is back" in gateway.log()
 
 
-def _limits_status(gateway: Gateway) -> dict:
+def _limits_status(gateway: Gateway) -> dict[str, Any]:
     status = httpx.get(f"{gateway.base_url}/gateway-ls/status", headers=auth("BOB_TOKEN"))
-    return status.json()["limits"]
+    limits: dict[str, Any] = status.json()["limits"]
+    return limits
 
 
-def scrape(gateway: Gateway, headers: dict[str, str] | None = None) -> dict[tuple, float]:
+# A metric sample's name and its labels, sorted.
+SampleKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def scrape(gateway: Gateway, headers: dict[str, str] | None = None) -> dict[SampleKey, float]:
     """Every sample of `/metrics`, read with prometheus_client's own parser."""
     response = httpx.get(f"{gateway.root_url}/metrics", headers=headers or {}, timeout=5)
     assert response.status_code == 200, response.text
@@ -327,7 +333,7 @@ def scrape(gateway: Gateway, headers: dict[str, str] | None = None) -> dict[tupl
     }
 
 
-def value(samples: dict[tuple, float], name: str, **labels: str) -> float:
+def value(samples: dict[SampleKey, float], name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 

@@ -4,7 +4,6 @@ enforces while the shared state is down."""
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
 
 import pytest
@@ -62,7 +61,7 @@ async def test_a_client_without_limits_is_admitted_and_still_charged() -> None:
     assert admission.refused is None and admission.verdict.requests is None
     assert admission.lease is not None
     assert limiter.settle(admission.lease, Spent("paid", 1000, 1000, True), 0.1) == 30_000
-    usage = await limiter.usage(dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+    usage = await limiter.usage("month")
     assert usage["rows"] == [
         {
             "client": "ANYONE",
@@ -78,7 +77,8 @@ async def test_a_client_without_limits_is_admitted_and_still_charged() -> None:
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @pytest.mark.parametrize(("mode", "refused"), [("closed", LimitKind.BUDGET), ("open", None)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -30,7 +31,7 @@ async def test_a_warning_goes_to_the_editor_log_as_a_warning_not_to_stderr(
     assert MISSING_KEY not in stderr
 
 
-def logged(client: RawLspClient) -> list[dict]:
+def logged(client: RawLspClient) -> list[dict[str, Any]]:
     return client.notifications("window/logMessage")
 
 

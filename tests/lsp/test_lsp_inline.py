@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
@@ -18,10 +20,10 @@ from tests.support.lsp_session import (
     insert_text,
     lsp_session,
     open_document,
+    server_status,
     vscode_capabilities,
 )
 
-LOCAL_OFF = "[local]\nenabled = false\n"
 GENEROUS = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n"
 
 
@@ -32,7 +34,7 @@ def config_for(
     return routing + LOCAL_OFF + endpoints
 
 
-def completion_bodies(server: FakeLLMServer) -> list[dict]:
+def completion_bodies(server: FakeLLMServer) -> list[dict[str, Any]]:
     return [r.json for r in server.requests if r.path.endswith("/completions") and r.json]
 
 
@@ -129,9 +131,7 @@ async def test_typing_into_a_suggestion_is_served_from_the_cache(tmp_path: Path)
             result = await inline_completion(client, uri, 1, 7)
             assert result is not None and result.items[0].insert_text == "urn a + b"
             assert len(completion_bodies(endpoint)) == sent
-            status = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="gatewayLs.status")
-            )
+            status = await server_status(client)
             last = status["decisions"][-1]  # what the editor shows now, for its status bar
             assert (last["endpoint"], last["reason"], last["uri"]) == ("fast", "cache", uri)
 
@@ -202,7 +202,8 @@ async def test_completion_and_inline_completion_do_not_supersede_each_other(
             listed = await asyncio.wait_for(completion, 10)
             assert inline is not None and inline.items[0].insert_text == " + b"
             assert isinstance(listed, types.CompletionList)
-            assert listed.items[0].text_edit.new_text == "a + b"
+            edit = listed.items[0].text_edit
+            assert edit is not None and edit.new_text == "a + b"
 
 
 async def multi_line_item(
@@ -242,7 +243,10 @@ async def test_a_client_without_snippets_gets_the_multi_line_item_as_plain_text(
     """eglot without yasnippet declares no snippet support and inserts the edit's text as it is,
     escapes included, without adding indentation back."""
     capabilities = vscode_capabilities()
-    item_capabilities = capabilities.text_document.completion.completion_item
+    text_document = capabilities.text_document
+    assert text_document is not None and text_document.completion is not None
+    item_capabilities = text_document.completion.completion_item
+    assert item_capabilities is not None
     item_capabilities.snippet_support = False
     item = await multi_line_item(tmp_path, capabilities)
     assert item.insert_text_format == types.InsertTextFormat.PlainText
@@ -275,9 +279,7 @@ async def test_bad_positions_and_documents_never_crash_the_server(tmp_path: Path
             body = completion_bodies(endpoint)[-1]
             assert len(body["prompt"]) < 20_000  # a window, not the whole file
 
-            status = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="gatewayLs.status")
-            )
+            status = await server_status(client)
             assert status["endpoints"][0]["name"] == "fast"
 
 
@@ -287,9 +289,7 @@ async def test_status_reports_endpoints_and_decisions(tmp_path: Path) -> None:
             uri = (tmp_path / "s.py").as_uri()
             open_document(client, uri, "def f():\n    \n")
             await inline_completion(client, uri, 1, 4)
-            status = await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="gatewayLs.status")
-            )
+            status = await server_status(client)
             json.dumps(status)  # plain JSON
             (fast,) = status["endpoints"]
             assert fast["requests"] == 1 and fast["wins"] == 1 and fast["errors"] == 0
@@ -337,9 +337,7 @@ async def test_a_broken_local_model_file_is_reported_by_name(tmp_path: Path) -> 
         error = client.messages[-1]
         assert error.type == types.MessageType.Error
         assert "broken.gguf" in error.message
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        )
+        status = await server_status(client)
         assert status["local"]["state"] == "failed"
         uri = (tmp_path / "a.py").as_uri()
         open_document(client, uri, "x = \n")

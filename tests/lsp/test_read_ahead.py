@@ -13,7 +13,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_server.lsp.cursor_report import NOTIFY_CURSOR
-from tests.support.lsp_session import inline_completion, lsp_session, open_document
+from tests.support.lsp_session import inline_completion, lsp_session, open_document, server_status
 
 pytestmark = pytest.mark.model
 
@@ -29,13 +29,9 @@ CURSOR = types.Position(line=81, character=4)  # in the middle: `return` of step
 
 
 async def local_status(client: LanguageClient) -> dict[str, Any]:
-    status = await asyncio.wait_for(
-        client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="gatewayLs.status")
-        ),
-        WAIT_S,
-    )
-    return status["local"]
+    status = await asyncio.wait_for(server_status(client), WAIT_S)
+    local: dict[str, Any] = status["local"]
+    return local
 
 
 async def until(client: LanguageClient, done: Any) -> dict[str, Any]:

@@ -6,11 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+from tests.support.config_text import LOCAL_OFF
 from tests.support.lsp_session import server_env
 
 
-def frame(message: dict) -> bytes:
+def frame(message: dict[str, Any]) -> bytes:
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
@@ -21,7 +23,6 @@ SESSION = (
     + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     + frame({"jsonrpc": "2.0", "id": 2, "method": "gatewayLs.nothing", "params": {}})
 )
-LOCAL_OFF = "[local]\nenabled = false\n"
 
 
 def serve(tmp_path: Path, stdin: bytes | Path) -> subprocess.CompletedProcess[bytes]:

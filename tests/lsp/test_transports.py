@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -25,6 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.ports import free_port
 
 CONFIG = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n[local]\nenabled = false\n"
 DOCUMENT = "def add(a, b):\n    \n\nprint(add(1, 2))\n"
@@ -39,12 +39,6 @@ T = TypeVar("T")
 def endpoint() -> Iterator[FakeLLMServer]:
     with FakeLLMServer(Behaviour(text=EXPECTED + "\n"), name="fast") as server:
         yield server
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -84,8 +84,8 @@ def test_continues_mercury_request_streamed(gateway: Gateway, mercury: FakeLLMSe
                 content += delta.get("content") or ""
     assert continue_extract(content) == RENAMED
     (asked,) = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
-    assert asked.json["messages"] == messages  # passed through to Mercury as it came
-    assert asked.json["model"] == "mercury-edit-2"
+    assert asked.payload["messages"] == messages  # passed through to Mercury as it came
+    assert asked.payload["model"] == "mercury-edit-2"
 
 
 def test_inception_style_request_not_streamed(gateway: Gateway) -> None:
@@ -129,7 +129,7 @@ def test_zeds_zeta_request_is_answered_as_zed_reads_it(
     assert set(answer["usage"]) >= {"prompt_tokens", "completion_tokens", "total_tokens"}
     assert zed_clean(answer["choices"][0]["text"]) == RENAMED
     (asked,) = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
-    prompt = user_content(asked.json)  # re-rendered in Mercury's format
+    prompt = user_content(asked.payload)  # re-rendered in Mercury's format
     assert "<|code_to_edit|>" in prompt and "<|cursor|>" in prompt
     assert "+def scale(amount, factor):" in prompt
 

@@ -42,7 +42,7 @@ async def test_after_a_rename_the_next_edit_rewrites_a_use_below(tmp_path: Path)
 
             asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
             assert len(asked) == 1
-            body = asked[0].json
+            body = asked[0].payload
             assert body["model"] == "mercury-edit-2"
             assert [m["role"] for m in body["messages"]] == ["user"]
             prompt = user_content(body)

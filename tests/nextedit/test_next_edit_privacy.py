@@ -6,16 +6,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage
 from lsp_server.backends.factory import remote_backend
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import load_config_file
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.service import NextEdit
+from tests.support.config_text import AWS_KEY_ID
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.mercury_upstream import finish_the_rename
 
-AWS_KEY_ID = "AKIA" + "IOSFODNN7EXAMPLE"
 SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAMED = SOURCE.replace("(value", "(amount")
 
@@ -48,7 +50,9 @@ class LocalStandIn(LocalModel):
         yield "    return result\n\n```"
 
 
-def engine_for(tmp_path: Path, mercury: FakeLLMServer, local: LocalStandIn, monkeypatch) -> Engine:
+def engine_for(
+    tmp_path: Path, mercury: FakeLLMServer, local: LocalStandIn, monkeypatch: pytest.MonkeyPatch
+) -> Engine:
     monkeypatch.setenv("INCEPTION_API_KEY", "test-key")
     config_path = tmp_path / "config.toml"
     config_path.write_text(
@@ -79,7 +83,7 @@ async def rename(engine: Engine, uri: str) -> None:
 
 
 async def test_a_secret_typed_in_an_earlier_edit_never_reaches_a_remote(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     local = LocalStandIn()
     with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
@@ -106,7 +110,9 @@ async def test_a_secret_typed_in_an_earlier_edit_never_reaches_a_remote(
             await engine.aclose()
 
 
-async def test_a_sensitive_files_next_edit_is_answered_locally(tmp_path: Path, monkeypatch) -> None:
+async def test_a_sensitive_files_next_edit_is_answered_locally(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     local = LocalStandIn()
     with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
         engine = engine_for(tmp_path, mercury, local, monkeypatch)

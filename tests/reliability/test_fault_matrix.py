@@ -103,7 +103,9 @@ async def suggest(client: LanguageClient, method: str, uri: str) -> str:
     line, character = CURSOR
     if method == "inline":
         result = await inline_completion(client, uri, line, character)
-        return result.items[0].insert_text if result and result.items else ""  # type: ignore[return-value]
+        text = result.items[0].insert_text if result and result.items else ""
+        assert isinstance(text, str), text
+        return text
     listing = await client.text_document_completion_async(
         types.CompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),

@@ -11,7 +11,7 @@ import contextlib
 import selectors
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -183,9 +183,9 @@ def test_a_body_nested_200000_deep_is_a_400(gateway: Gateway) -> None:
     ],
 )
 def test_chat_survives_a_hostile_refactor_endpoint(
-    tmp_path: Path, backup: FakeLLMServer, scenario: str, mode: object
+    tmp_path: Path, backup: FakeLLMServer, scenario: str, mode: Callable[[], hostile.Mode]
 ) -> None:
-    with hostile.HostileUpstream(mode()) as upstream:  # type: ignore[operator]
+    with hostile.HostileUpstream(mode()) as upstream:
         config = (
             GUARDS
             + endpoint_toml("hostile", upstream.base_url, fim=False, roles='["refactor"]')

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lsp_server.routing.circuit_breaker import MAX_RETRY_AFTER_S, BreakerState, CircuitBreaker
@@ -25,10 +27,9 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def breaker(clock: FakeClock, **overrides: float) -> CircuitBreaker:
-    options: dict[str, float] = {"base_backoff_s": 2.0, "max_backoff_s": 60.0}
-    options.update(overrides)
-    return CircuitBreaker(clock=clock, **options)  # type: ignore[arg-type]
+def breaker(clock: FakeClock, **overrides: Any) -> CircuitBreaker:
+    options: dict[str, Any] = {"base_backoff_s": 2.0, "max_backoff_s": 60.0, **overrides}
+    return CircuitBreaker(clock=clock, **options)
 
 
 def test_closed_breaker_lets_everything_through(clock: FakeClock) -> None:

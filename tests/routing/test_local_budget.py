@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from lsp_server.backends.base import CompletionRequest, Usage
+from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
 from lsp_server.reasons import Reason
@@ -100,7 +100,7 @@ class LoadingModel(LocalModel):
         self._state = LocalState.READY
         yield "return a + b\n"
 
-    async def chat(self, request, usage=None):  # type: ignore[no-untyped-def]
+    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         raise NotImplementedError
         yield ""
 

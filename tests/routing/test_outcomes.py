@@ -94,6 +94,7 @@ def make_router(*names: str) -> tuple[Router, dict[str, Scripted], SharedSpy]:
 
     router = Router(config, remote_factory=lambda c: backends[c.name], local_factory=no_local_model)
     spy = SharedSpy()
+    # A spy in the shared state's place: it has the calls the recorder makes, not its type.
     router.outcomes.shared = spy  # type: ignore[assignment]
     return router, backends, spy
 

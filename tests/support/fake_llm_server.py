@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -736,7 +736,7 @@ class FakeLLMServer:
         """The base URL an endpoint of `kind` uses to reach this server's dialect of it."""
         return self.root_url + PROVIDER_BASES.get(kind, "/v1")
 
-    def start(self) -> FakeLLMServer:
+    def start(self) -> Self:
         if self._thread is not None:
             raise RuntimeError(f"{self.name} is already running")
         # IPPROTO_TCP lets asyncio set TCP_NODELAY, as real servers do: no delayed last chunk.
@@ -785,7 +785,7 @@ class FakeLLMServer:
             thread.join(timeout=5)
         self._thread = self._server = self._loop = self._stopping = None
 
-    def __enter__(self) -> FakeLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:

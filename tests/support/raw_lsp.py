@@ -71,6 +71,7 @@ class RawLspClient:
 
     async def _read(self, stdout: asyncio.StreamReader) -> None:
         with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            # pygls asks for a whole JsonRPCProtocol; its reader calls only what _Inbox has.
             await run_async(self._stop, stdout, _Inbox(self))  # type: ignore[arg-type]
 
     def _received(self, message: Any) -> None:
