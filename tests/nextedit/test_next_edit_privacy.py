@@ -131,7 +131,7 @@ async def test_a_sensitive_files_next_edit_is_answered_locally(
 
 
 async def test_a_local_preset_that_cannot_predict_next_edits_is_not_asked(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A sensitive file's next edit with a local model that does not predict next edits: no
     edit, at once, with the reason; the model is never asked, nothing leaves the machine."""
