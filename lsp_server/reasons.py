@@ -26,6 +26,7 @@ class Reason(StrEnum):
     OFFLINE = "offline"
     LOCAL_ONLY = "local-only"
     LOCAL_LOADING = "local-loading"
+    LOCAL_DECLINES = "local-declines"
     NO_ENDPOINT = "no-endpoint"
     DEADLINE = "deadline"
     CONFIGURED = "configured"
@@ -51,6 +52,10 @@ MEANINGS: dict[Reason, str] = {
     Reason.OFFLINE: 'offline (detected, or `offline = "always"`): kept on the local model',
     Reason.LOCAL_ONLY: "no remote endpoint serves this request: the local model answers",
     Reason.LOCAL_LOADING: "only the local model could answer, and it is still loading",
+    Reason.LOCAL_DECLINES: (
+        "only the local model could answer, and its preset is not asked for this (it does not "
+        "predict next edits)"
+    ),
     Reason.NO_ENDPOINT: "no endpoint could serve this request",
     Reason.DEADLINE: "nothing answered within the deadline",
     Reason.CONFIGURED: "the configured endpoint for this kind of request",

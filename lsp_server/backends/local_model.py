@@ -53,6 +53,12 @@ class LocalModel(Backend):
         return False
 
     @property
+    def next_edit_supported(self) -> bool | None:
+        """Whether next edits are asked of this model; None while that depends on a model not
+        yet loaded."""
+        return True
+
+    @property
     def context_tokens(self) -> int:
         """Tokens of context beyond the file its prompts take (the model in use decides)."""
         return 0

@@ -49,6 +49,11 @@ class ModelPreset:
     # Exact lines in % on `bench/bench_quality.py` (its default 40 tasks, bench/README.md):
     # how `[local] model = "auto"` ranks the presets; None: not measured, never chosen by auto.
     exact_lines: float | None = None
+    # Whether the preset is asked for next edits (`chat` edit format): on
+    # `bench/bench_next_edit.py` (bench/README.md) a preset that proposes edits on the
+    # nothing-to-do tasks and none that match is not asked; each such request would hold the
+    # one local worker for seconds, ahead of keystrokes. False where not measured.
+    next_edit: bool = False
     # Context beyond the file in its prompts, in tokens, while `[local] context_tokens` is
     # unset: on only where bench_quality's cross-file subset found it to beat context off
     # (bench/README.md, "Suggestion quality"). For the Instruct presets and Gemma it never did
@@ -94,6 +99,7 @@ QWEN_CODER_0_5B = ModelPreset(
         revision="main",
     ),
     exact_lines=17.5,
+    next_edit=True,
 )
 
 QWEN_CODER_1_5B = ModelPreset(
@@ -110,6 +116,7 @@ QWEN_CODER_1_5B = ModelPreset(
         revision="main",
     ),
     exact_lines=52.5,
+    next_edit=True,
 )
 
 

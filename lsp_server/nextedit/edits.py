@@ -22,10 +22,12 @@ def region_edits(request: EditRequest, new_region: str) -> list[OffsetEdit]:
     """The document edits that replace the region with `new_region`; [] when it is unchanged."""
     start, end = request.region
     old_region = request.text[start:end]
-    if not old_region.endswith("\n"):
-        # The region ends before its last line's break, so a break the answer ends with is the
-        # line its end marker was written on (a blank line before it), not a line added.
-        new_region = new_region.rstrip("\r\n")
+    # The line breaks the region ends with stay: the region ends before its last line's
+    # break, so a break the answer ends with is the line its end marker was written on, and
+    # where the region reaches the end of a file that ends with a break, a fenced answer
+    # cannot show the empty last line (it is no edit to drop it).
+    kept = old_region.rstrip("\r\n")
+    new_region = new_region.rstrip("\r\n") + old_region[len(kept) :]
     if new_region == old_region:
         return []
     if new_region.count("\n") > old_region.count("\n") + MAX_ADDED_LINES:

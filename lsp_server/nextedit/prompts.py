@@ -6,7 +6,7 @@ from lsp_server.backends.base import EditCall
 from lsp_server.config.model import EditFormat, EndpointConfig
 from lsp_server.config.providers import edit_format, edit_path
 from lsp_server.nextedit import chat_format, mercury_format, sweep_format, zeta_format
-from lsp_server.nextedit.region import CONTEXT_LINES, context_window
+from lsp_server.nextedit.region import CONTEXT_LINES, LOCAL_CONTEXT_LINES, context_window
 from lsp_server.nextedit.request import EditRequest
 
 
@@ -23,7 +23,8 @@ def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall
         context = context_window(request.text, request.region, zeta_format.ZETA_CONTEXT_LINES)
         prompt = zeta_format.zeta_prompt(request, context)
         return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=zeta_format.STOP)
-    context = context_window(request.text, request.region, CONTEXT_LINES)
+    lines = LOCAL_CONTEXT_LINES if endpoint is None else CONTEXT_LINES
+    context = context_window(request.text, request.region, lines)
     if form == "sweep":
         prompt = sweep_format.sweep_prompt(request, context)
         return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=sweep_format.STOP)

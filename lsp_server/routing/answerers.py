@@ -18,6 +18,11 @@ from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
 
+NO_NEXT_EDITS = (
+    "the local model's preset does not predict next edits (choose one that does, "
+    'such as [local] model = "qwen2.5-coder-0.5b")'
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Answerers:
@@ -31,6 +36,9 @@ class Answerers:
     stay_local: Reason | None
     # The remotes are the inline endpoints standing in for absent `refactor` ones.
     inline_fallback: bool = False
+    # Why the local model is not asked for this role although it is on (its preset does not
+    # predict next edits); None: it may be asked.
+    local_declines: str | None = None
 
     @property
     def local_must_answer(self) -> bool:
@@ -57,6 +65,8 @@ class Answerers:
                 RefusalCode.NO_ENDPOINT_AVAILABLE,
                 f"{why} and the local model failed to load: {self.local_error or 'unknown error'}",
             )
+        if self.local_declines is not None:
+            return Refused(RefusalCode.NO_ENDPOINT_AVAILABLE, f"{why} and {self.local_declines}")
         if role in ("inline", "edit") and self.local_state is not LocalState.READY:
             return Refused(
                 RefusalCode.LOCAL_MODEL_LOADING,
@@ -78,11 +88,14 @@ def who_answers(
     error = model.load_error if model is not None else None
     if stay_local is None and offline and role in ("inline", "edit"):
         stay_local = Reason.OFFLINE
+    declines = None
+    if role == "edit" and model is not None and model.next_edit_supported is False:
+        declines = NO_NEXT_EDITS
     if stay_local is not None:
-        return Answerers((), pool.local, state, error, stay_local)
+        return Answerers((), pool.local, state, error, stay_local, local_declines=declines)
     remotes = tuple(e for e in pool.remotes.values() if role in e.roles)
     inline_fallback = False
     if not remotes and role == "refactor":
         remotes = tuple(e for e in pool.remotes.values() if "inline" in e.roles)
         inline_fallback = bool(remotes)
-    return Answerers(remotes, pool.local, state, error, None, inline_fallback)
+    return Answerers(remotes, pool.local, state, error, None, inline_fallback, declines)

@@ -316,13 +316,16 @@ class Router:
         pool_local, model = self.pool.local, self.pool.local_model
         view = Endpoint.for_edits if request.role == "edit" else _as_is
         local = view(pool_local) if pool_local is not None else None
+        if answerers.local_declines is not None:
+            local = None  # asked, it would hold the one local worker for nothing
         if answerers.stay_local is not None:
             # The local model is the only answer: one still loading is waited for, within
             # the local budget, rather than skipped.
             answering = local is not None and model is not None and _awaitable(model)
-            return Choice(
-                [local] if local is not None and answering else [], 1, answerers.stay_local
-            )
+            if local is not None and answering:
+                return Choice([local], 1, answerers.stay_local)
+            declined = answerers.local_declines is not None
+            return Choice([], 1, Reason.LOCAL_DECLINES if declined else answerers.stay_local)
         remotes = [view(e) for e in answerers.remotes]
         if model is None:
             local_ready = False
@@ -332,6 +335,8 @@ class Router:
             local_ready = _awaitable(model)
         endpoints = remotes + ([local] if local is not None and local_ready else [])
         if not endpoints:
+            if answerers.local_declines is not None:
+                return Choice([], 1, Reason.LOCAL_DECLINES)
             loading = answerers.local_state is LocalState.LOADING
             return Choice([], 1, Reason.LOCAL_LOADING if loading else Reason.NO_ENDPOINT)
         if pinned is not None:
@@ -583,6 +588,7 @@ class Router:
                 "model": str(model.model_path or "") if model is not None else "",
                 "error": model.load_error if model is not None else None,
                 "fim": model.fim_supported if model is not None else None,
+                "next_edit": model.next_edit_supported if model is not None else None,
                 **(model.details() if model is not None else {}),
             },
             "config": config_to_dict(self.config),

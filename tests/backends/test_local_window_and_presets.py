@@ -96,3 +96,22 @@ async def test_a_typed_character_continues_the_middle_without_reading_the_suffix
     assert backend.last_prompt_tokens <= cold_prompt + 3
     assert "a + b" in answer or "b + a" in answer  # "r" went on as code: `return`, or `r = `
     await backend.aclose()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("config", "asked"),
+    [
+        (LocalConfig(model="gemma-3-270m"), False),  # bench_next_edit: false edits
+        (LocalConfig(model=QWEN_CODER_0_5B.name), True),
+        (LocalConfig(model="qwen2.5-coder-1.5b"), True),
+        (LocalConfig(model="qwen2.5-coder-0.5b-base"), False),  # not measured
+        (LocalConfig(model_path="/models/own.gguf"), True),  # the user's own choice
+        (LocalConfig(model="auto"), None),  # the preset auto serves, once loaded
+    ],
+)
+def test_a_preset_says_whether_it_is_asked_for_next_edits(
+    config: LocalConfig, asked: bool | None
+) -> None:
+    backend = LocalBackend(config)
+    assert backend.next_edit_supported is asked

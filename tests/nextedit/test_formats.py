@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from lsp_server.backends.base import ContextChunk
+from lsp_server.config.model import EndpointConfig
 from lsp_server.nextedit import chat_format, sweep_format, zeta_format
 from lsp_server.nextedit.edits import OutsideTheRegion, region_edits
 from lsp_server.nextedit.history import EditHistory, unified_diff
 from lsp_server.nextedit.mercury_format import mercury_prompt, parse_mercury_prompt
-from lsp_server.nextedit.region import editable_region
+from lsp_server.nextedit.prompts import edit_call
+from lsp_server.nextedit.region import LOCAL_CONTEXT_LINES, REGION_LINES_BEFORE, editable_region
 from lsp_server.nextedit.request import EditRequest, HistoryEdit
 
 pytestmark = pytest.mark.unit
@@ -97,3 +99,46 @@ def test_keystrokes_on_one_line_are_one_edit_and_the_history_is_bounded() -> Non
         history.opened(f"d{step}", text)
         history.changed(f"d{step}", f"d{step}.py", text.replace("line 100", "LINE"), 100)
     assert 0 < len(history.recent()) <= 8
+
+
+def test_a_chat_answer_cut_short_by_the_token_cap_is_malformed() -> None:
+    """A fence left open: the model stopped at its cap, and the rest of the region is missing
+    from the answer, so applying it would delete that rest."""
+    with pytest.raises(ValueError):
+        chat_format.read_chat_answer("```python\ndef scale(amount, factor):\n    result =")
+
+
+def test_the_chat_prompt_marks_the_region_and_not_the_cursor() -> None:
+    asked = request()
+    _, user = chat_format.chat_messages(asked, (0, len(TEXT)))
+    assert f"{chat_format.REGION_START}\ndef scale(amount, factor):\n" in user.content
+    assert "<|cursor|>" not in user.content and "cursor" not in chat_format.SYSTEM
+
+
+def test_a_region_at_the_end_of_the_file_keeps_its_final_line_break() -> None:
+    """The region reaches the empty last line of a file that ends with a break; an answer in a
+    fence cannot show that line, and leaving it out is no edit."""
+    text = "def scale(amount, factor):\n    return value * factor\n"
+    asked = EditRequest(
+        uri="s.py", path="s.py", text=text, cursor=16, region=editable_region(text, 16)
+    )
+    assert asked.region_text.endswith("\n")
+    assert region_edits(asked, text.rstrip("\n")) == []
+    (edit,) = region_edits(asked, text.replace("value", "amount").rstrip("\n"))
+    assert (text[edit.start : edit.end], edit.text) == ("value", "amount")
+
+
+def test_the_local_model_sees_a_shorter_stretch_of_the_file() -> None:
+    """A CPU model reads every line it is shown before it writes: the local model's prompt
+    holds `LOCAL_CONTEXT_LINES` around the region, a chat endpoint's `CONTEXT_LINES`."""
+    text = "".join(f"line_{i} = {i}\n" for i in range(200))
+    cursor = text.index("line_100")
+    asked = EditRequest(
+        uri="s.py", path="s.py", text=text, cursor=cursor, region=editable_region(text, cursor)
+    )
+    remote = EndpointConfig("chat", "openai", "http://127.0.0.1:1/v1", "m", roles=("edit",))
+    far = f"line_{100 - REGION_LINES_BEFORE - LOCAL_CONTEXT_LINES - 1} ="
+    near = f"line_{100 - REGION_LINES_BEFORE - LOCAL_CONTEXT_LINES} ="
+    local_prompt = edit_call(asked, None).messages[-1].content
+    assert near in local_prompt and far not in local_prompt
+    assert far in edit_call(asked, remote).messages[-1].content

@@ -25,14 +25,19 @@ RENAMED = SOURCE.replace("(value", "(amount")
 class LocalStandIn(LocalModel):
     """A local model that is always ready and answers a next edit by finishing the rename."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, next_edits: bool = True) -> None:
         self.name = "local"
         self.is_local = True
         self.asked = 0
+        self.next_edits = next_edits
 
     @property
     def state(self) -> LocalState:
         return LocalState.READY
+
+    @property
+    def next_edit_supported(self) -> bool | None:
+        return self.next_edits
 
     async def complete(
         self, request: CompletionRequest, usage: Usage | None = None
@@ -121,5 +126,31 @@ async def test_a_sensitive_files_next_edit_is_answered_locally(
             assert local.asked == 1
             assert [(e.text) for e in edit.edits] == ["amount"]
             assert edit_bytes(mercury) == 0
+        finally:
+            await engine.aclose()
+
+
+async def test_a_local_preset_that_cannot_predict_next_edits_is_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sensitive file's next edit with a local model that does not predict next edits: no
+    edit, at once, with the reason; the model is never asked, nothing leaves the machine."""
+    local = LocalStandIn(next_edits=False)
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            # A file that may leave the machine gets Mercury's edit; the local model is no hedge.
+            other = (tmp_path / "scale.py").as_uri()
+            await rename(engine, other)
+            assert (await predict(engine, other)).endpoint == "mercury"
+            sent = edit_bytes(mercury)
+            uri = (tmp_path / "secrets" / "scale.py").as_uri()
+            await rename(engine, uri)
+            edit = await predict(engine, uri)
+            assert (edit.endpoint, edit.edits, edit.reason) == (None, (), "local-declines")
+            assert edit.unavailable is not None
+            assert "does not predict next edits" in str(edit.unavailable)
+            assert local.asked == 0
+            assert edit_bytes(mercury) == sent
         finally:
             await engine.aclose()

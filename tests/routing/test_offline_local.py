@@ -34,7 +34,7 @@ pytestmark = pytest.mark.model
 
 CONFIG = (
     "[routing]\ninline_deadline_ms = 15000\nhedge_after_ms = 12000\n\n"
-    "[local]\nenabled = true\nn_ctx = 2048\nmax_tokens = 12\n\n"
+    '[local]\nmodel = "gemma-3-270m"\nenabled = true\nn_ctx = 2048\nmax_tokens = 12\n\n'
 )
 MODEL_LOAD_S = 180.0
 REPLY_S = 60.0  # far beyond the deadline: only a reply that never comes takes this long

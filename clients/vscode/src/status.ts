@@ -227,6 +227,7 @@ const REASONS: Readonly<Record<string, string>> = {
   "config-order": "configured order, nothing measured yet",
   "local-only": "local model, no remote endpoint configured",
   "local-loading": "local model still loading",
+  "local-declines": "the local model's preset does not predict next edits",
   "no-endpoint": "no endpoint available",
   deadline: "nothing answered within the deadline",
   configured: "the configured endpoint",

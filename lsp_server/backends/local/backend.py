@@ -153,6 +153,20 @@ class LocalBackend(LocalModel):
         return None if self._state != LocalState.READY else template_is_chatml(self._chat_template)
 
     @property
+    def next_edit_supported(self) -> bool | None:
+        """A preset's own `next_edit`; a model file of the user's own is asked (their
+        choice); None under `model = "auto"` until a preset is loaded."""
+        if self._config.model_path:
+            return True
+        if self._auto is None:
+            return preset_named(self._config.model).next_edit
+        return (
+            None
+            if self._state != LocalState.READY or self._preset is None
+            else self._preset.next_edit
+        )
+
+    @property
     def context_tokens(self) -> int:
         """The configured budget, else the preset's in use (before loading: the one named, or
         for `auto` the bundled default's)."""
