@@ -4,6 +4,8 @@ suggestion ends at its next line break."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lsp_server.backends.base import CompletionRequest, ContextChunk
@@ -61,10 +63,23 @@ def test_a_suggestion_ends_at_its_first_line_break_once_its_time_is_up() -> None
     assert now.feed(")\n    y = 2\n") == (")", True)
 
 
+def test_a_later_line_not_complete_in_time_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    lines = LineTime(0.75)
+    assert lines.feed("x = 1\n    y") == ("x = 1", False)  # the first line, within its time
+    clock[0] += 0.5
+    assert lines.feed(" = 2\n    z") == ("\n    y = 2", False)  # a second line, complete
+    clock[0] += 0.5
+    assert lines.feed(" = long_call(") == ("", True)  # the third, begun too late: left out
+    assert lines.rest() == ""
+
+
 def test_before_its_time_a_suggestion_keeps_its_lines() -> None:
     later = LineTime(60.0)
-    assert later.feed("x = 1\n") == ("x = 1\n", False)
-    assert later.feed("y = 2\n") == ("y = 2\n", False)
+    assert later.feed("x = 1\n") == ("x = 1", False)
+    assert later.feed("y = 2\n") == ("\ny = 2", False)  # each later line once complete
+    assert later.rest() == "\n"  # the generation ended: what is held is sent
     never = LineTime(None)
     assert never.feed("x = 1\ny = 2\n") == ("x = 1\ny = 2\n", False)
 

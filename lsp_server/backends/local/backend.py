@@ -540,6 +540,8 @@ class LocalBackend(LocalModel):
                 stopping_criteria=StoppingCriteriaList([after_token]),
             )
             self._pump(job, chunks, text_of)
+        if not job.stop.is_set() and (last_line := lines.rest()):
+            job.send(last_line)  # the generation ended by itself: its last line is complete
         if first_token_at is not None:
             self._pace.wrote(job.completion_tokens - 1, time.perf_counter() - first_token_at)
 
