@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_server.json_codec import decode, encode
+from lsp_server.json_codec import decode, encode, loads
 
 JSON = st.recursive(
     st.none()
@@ -72,3 +72,15 @@ def test_objects_json_cannot_encode_go_to_the_default() -> None:
 
 def test_text_beyond_ascii_is_written_as_utf8() -> None:
     assert encode({"text": "é→😀"}, str) == '{"text":"é→😀"}'.encode()
+
+
+@given(JSON)
+def test_loading_matches_json_loads(value: Any) -> None:
+    body = json.dumps(value).encode()
+    assert loads(body) == json.loads(body)
+
+
+def test_integers_past_64_bits_and_large_floats_load_as_json_reads_them() -> None:
+    body = b'{"big": [123456789012345678901234, -9223372036854775809], "far": 1.5e300}'
+    assert loads(body) == json.loads(body)
+    assert loads(body)["big"][0] == 123456789012345678901234

@@ -22,6 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from lsp_server import json_codec
 from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
 from lsp_server.config.model_names import TASK_CLASSES
 from lsp_server.core.engine import Engine
@@ -101,7 +102,7 @@ def prompt_chars(chat: ChatRequest) -> int:
         len(m.content) + sum(len(c.name) + len(c.arguments) for c in m.tool_calls)
         for m in chat.messages
     )
-    return turns + sum(len(str(tool)) for tool in chat.tools)
+    return turns + (len(json_codec.dumps(chat.tools)) if chat.tools else 0)
 
 
 def task_class(model: str) -> str:
