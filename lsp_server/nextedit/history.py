@@ -160,25 +160,27 @@ def _renumbered(match: re.Match[str], base: int) -> str:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """Compared a block at a time (in C), then character by character in the block that
-    differs."""
+    """Compared a block at a time, then in halving blocks in the block that differs: slices
+    compared in C, never a character at a time in Python (a 4 KB block of a large file took
+    milliseconds that way, on every next edit)."""
     limit = min(len(a), len(b))
-    i = 0
-    while i + _COMPARE_CHUNK <= limit and a[i : i + _COMPARE_CHUNK] == b[i : i + _COMPARE_CHUNK]:
-        i += _COMPARE_CHUNK
-    while i < limit and a[i] == b[i]:
-        i += 1
+    i, step = 0, _COMPARE_CHUNK
+    while step:
+        while i + step <= limit and a[i : i + step] == b[i : i + step]:
+            i += step
+        step //= 2
     return i
 
 
 def _common_suffix(a: str, b: str, limit: int) -> int:
-    i = 0
-    while i + _COMPARE_CHUNK <= limit and (
-        a[len(a) - i - _COMPARE_CHUNK : len(a) - i] == b[len(b) - i - _COMPARE_CHUNK : len(b) - i]
-    ):
-        i += _COMPARE_CHUNK
-    while i < limit and a[len(a) - 1 - i] == b[len(b) - 1 - i]:
-        i += 1
+    """As `_common_prefix`, from the ends, no further than `limit` characters."""
+    i, step = 0, _COMPARE_CHUNK
+    while step:
+        while i + step <= limit and (
+            a[len(a) - i - step : len(a) - i] == b[len(b) - i - step : len(b) - i]
+        ):
+            i += step
+        step //= 2
     return i
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lsp_server.backends.base import ContextChunk
 from lsp_server.config.model import EndpointConfig
 from lsp_server.nextedit import chat_format, sweep_format, zeta_format
 from lsp_server.nextedit.edits import OutsideTheRegion, region_edits
-from lsp_server.nextedit.history import EditHistory, unified_diff
+from lsp_server.nextedit.history import EditHistory, _common_prefix, _common_suffix, unified_diff
 from lsp_server.nextedit.mercury_format import mercury_prompt, parse_mercury_prompt
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import LOCAL_CONTEXT_LINES, REGION_LINES_BEFORE, editable_region
@@ -142,3 +144,21 @@ def test_the_local_model_sees_a_shorter_stretch_of_the_file() -> None:
     local_prompt = edit_call(asked, None).messages[-1].content
     assert near in local_prompt and far not in local_prompt
     assert far in edit_call(asked, remote).messages[-1].content
+
+
+@given(st.text("ab\n", max_size=9000), st.data())
+def test_the_stretch_a_diff_compares_ends_where_the_texts_first_and_last_differ(
+    before: str, data: st.DataObject
+) -> None:
+    start = data.draw(st.integers(0, len(before)))
+    end = data.draw(st.integers(start, len(before)))
+    after = before[:start] + data.draw(st.text("abc\n", max_size=20)) + before[end:]
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    limit = min(len(before), len(after)) - head
+    tail = 0
+    while tail < limit and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    assert _common_prefix(before, after) == head
+    assert _common_suffix(before, after, limit) == tail
