@@ -72,7 +72,7 @@ async def edit_through_server_ms(client: LanguageClient, uri: str, line: int) ->
         },
     )
     elapsed = (time.perf_counter() - started) * 1000
-    if not result.edits:
+    if not result["edits"]:
         raise RuntimeError(f"no next edit on line {line}: the server did not route it")
     return elapsed
 
