@@ -379,16 +379,8 @@ def test_a_next_edit_appears_away_from_the_cursor_and_applies(
         asked = [r for r in mercury.requests if r.path.endswith("/edit/completions")]
         assert asked, "the next edit was not asked of the Mercury endpoint"
         assert "+def scale(amount, factor):" in asked[-1].payload["messages"][-1]["content"]
-    # Drawn on the line below the cursor's: the old use struck through, the new one beside it.
-    assert report["struck"] == ["value"], report
-    assert "amount" in report["beside"], report
     assert report["shownLines"][1].startswith("    result = value"), report["shownLines"]
-    assert report["gutterMarks"] >= 1
-    assert report["appliedLines"][:3] == [
-        "def scale(amount, factor):",
-        "    result = amount * factor",
-        "    return result",
-    ]
+    assert_the_use_below_was_renamed(report)
     code_server.stop()
     assert_no_errors_logged(code_server)
 
@@ -436,6 +428,14 @@ def test_a_next_edit_from_the_local_coder_preset_offline(
         **rename_plan(prefix="local-next-edit", timeoutMs=MODEL_LOAD_TIMEOUT_S * 1000),
     )
 
+    assert_the_use_below_was_renamed(report)
+    code_server.stop()
+    assert_no_errors_logged(code_server)
+
+
+def assert_the_use_below_was_renamed(report: dict[str, Any]) -> None:
+    """Drawn on the line below the cursor's (the old use struck through, the new one beside
+    it, a gutter mark), then applied."""
     assert report["struck"] == ["value"], report
     assert "amount" in report["beside"], report
     assert report["gutterMarks"] >= 1
@@ -444,8 +444,6 @@ def test_a_next_edit_from_the_local_coder_preset_offline(
         "    result = amount * factor",
         "    return result",
     ]
-    code_server.stop()
-    assert_no_errors_logged(code_server)
 
 
 def assert_no_errors_logged(code_server: CodeServer) -> None:
