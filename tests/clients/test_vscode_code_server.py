@@ -419,7 +419,11 @@ def test_a_next_edit_from_the_local_coder_preset_offline(
         .replace("[routing]\n", "[routing]\nedit_deadline_ms = 120000\n")
         .replace("[local]\n", f'[local]\nmodel = "{QWEN_CODER_0_5B.name}"\n')
     )
-    code_server.write_user_settings(base_settings(config))
+    # Ghost text off: the one local model also suggests while the rename is typed, and a ghost
+    # text still showing takes Tab before the next edit does (a limit the README states).
+    code_server.write_user_settings(
+        {**base_settings(config), "editor.inlineSuggest.enabled": False}
+    )
     url = code_server.start(next_edit_workspace(tmp_path))
 
     report = drive(
