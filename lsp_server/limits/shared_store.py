@@ -261,14 +261,16 @@ class SharedStore:
                 del self._seen[old]
         self._seen[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
 
+    def _owes(self) -> bool:
+        return bool(self._debts) or self._unanswered is not None
+
     def _start_sending(self) -> None:
-        owing = self._debts or self._unanswered is not None
-        if self.up and owing and (self._sender is None or self._sender.done()):
+        if self.up and self._owes() and (self._sender is None or self._sender.done()):
             self._sender = asyncio.get_running_loop().create_task(self._send_debts())
 
     async def _send_debts(self) -> None:
         async with self._lock:
-            while self.up and (self._debts or self._unanswered is not None):
+            while self.up and self._owes():
                 if self._unanswered is None:
                     self._calls_settled += 1
                     self._unanswered = (self._calls_settled, self._debts.take())
