@@ -93,6 +93,23 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
     )
 
 
+class EndpointUrls:
+    """The absolute URL of each path asked of one client's endpoint, made once: httpx parses a
+    relative URL and merges it with the client's base URL on every request, in Python."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._base = client.base_url
+        self._urls: dict[str, httpx.URL] = {}  # the endpoint's configured paths
+
+    def __call__(self, path: str) -> httpx.URL:
+        url = self._urls.get(path)
+        if url is None:
+            relative = httpx.URL(path)  # merged as httpx merges it
+            raw_path = self._base.raw_path + relative.raw_path.lstrip(b"/")
+            url = self._urls[path] = self._base.copy_with(raw_path=raw_path)
+        return url
+
+
 def prepare() -> None:
     """Do now, on any thread, what the first client would otherwise do on the event loop:
     import the HTTP/2 and async network layers and load the certificate store."""
@@ -350,7 +367,7 @@ async def iter_sse_json(
             if not event.data.strip():
                 continue
             try:
-                payload = json.loads(event.data)
+                payload = json_codec.loads(event.data)
             except (ValueError, RecursionError):
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "malformed SSE data") from None
             if not isinstance(payload, dict):
