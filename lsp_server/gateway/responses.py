@@ -159,22 +159,25 @@ class Responses:
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                yield named_sse_events(answer.opening())
-                async for piece in feed.events():
-                    if isinstance(piece, ToolCallDelta):
-                        out = answer.tool_call(
-                            piece.index,
-                            call_id=piece.id,
-                            name=piece.name,
-                            arguments=piece.arguments,
-                        )
-                    else:
-                        out = answer.text(piece)
-                    yield named_sse_events(out)
+                out = answer.opening()
+                async for pieces in feed.batches():
+                    for piece in pieces:
+                        if isinstance(piece, ToolCallDelta):
+                            out += answer.tool_call(
+                                piece.index,
+                                call_id=piece.id,
+                                name=piece.name,
+                                arguments=piece.arguments,
+                            )
+                        else:
+                            out += answer.text(piece)
+                    if not feed.ended:  # else the ending goes in the same write
+                        yield named_sse_events(out)
+                        out = []
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    yield named_sse_events(answer.fail(*responses_failure(failed)))
+                    yield named_sse_events(out + answer.fail(*responses_failure(failed)))
                     return
                 answer.model = routed.endpoint
                 charge(meter, routed, chat)
@@ -182,7 +185,7 @@ class Responses:
                 ending = answer.complete(
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
                 )
-                yield named_sse_events(ending)
+                yield named_sse_events(out + ending)
             finally:
                 feed.stop()
 
