@@ -11,7 +11,7 @@ Nothing of a request (no prompt, path or id) is a label.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -21,8 +21,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from lsp_server.gateway.metering import Meter
-
-_Metric = TypeVar("_Metric", Counter, Histogram)
 
 # OpenTelemetry's advised bucket boundaries for these instruments.
 DURATION_BUCKETS = (
@@ -80,8 +78,6 @@ def outcome_of(status: int) -> str:
 
 class GatewayMetrics:
     def __init__(self, endpoint_health: Callable[[], list[dict[str, Any]]]) -> None:
-        # Each metric's children by their label values (as bounded as the labels are).
-        self._children: dict[tuple[int, tuple[str, ...]], Counter | Histogram] = {}
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("endpoint", "task_class")
         self.requests = Counter(
@@ -142,35 +138,26 @@ class GatewayMetrics:
         """A metered request is over."""
         endpoint = meter.endpoint or "none"
         task_class = meter.demand.task_class
-        self._labelled(self.requests, endpoint, task_class, outcome_of(meter.status)).inc()
+        self.requests.labels(endpoint, task_class, outcome_of(meter.status)).inc()
         refused = meter.admission.refused
         if refused is not None:
-            self._labelled(self.limited, meter.client, refused.value).inc()
+            self.limited.labels(meter.client, refused.value).inc()
             return
         operation = meter.operation
-        timed = (operation, endpoint, task_class)
-        self._labelled(self.duration, *timed).observe(meter.finished_s())
+        elapsed = meter.finished_s()
+        self.duration.labels(operation, endpoint, task_class).observe(elapsed)
         if meter.first_piece_s is not None:
-            self._labelled(self.first_token, *timed).observe(meter.first_piece_s)
+            self.first_token.labels(operation, endpoint, task_class).observe(meter.first_piece_s)
         spent = meter.spent
         if spent is None or not (spent.input_tokens or spent.output_tokens):
             return
         for kind, count in (("input", spent.input_tokens), ("output", spent.output_tokens)):
-            self._labelled(self.token_usage, operation, kind, endpoint).observe(count)
-            self._labelled(self.tokens, meter.client, kind).inc(count)
-        self._labelled(self.spend, meter.client).inc(meter.cost_micros / 1_000_000)
+            self.token_usage.labels(operation, kind, endpoint).observe(count)
+            self.tokens.labels(meter.client, kind).inc(count)
+        self.spend.labels(meter.client).inc(meter.cost_micros / 1_000_000)
 
     def observe_redis(self, call: str, seconds: float) -> None:
-        self._labelled(self.redis, call).observe(seconds)
-
-    def _labelled(self, metric: _Metric, *values: str) -> _Metric:
-        """`metric.labels(*values)`, found once: prometheus_client checks the values and takes
-        a lock on every call, eight times a request."""
-        key = (id(metric), values)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = metric.labels(*values)
-        return cast(_Metric, child)
+        self.redis.labels(call).observe(seconds)
 
     async def handle(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
