@@ -100,6 +100,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         descriptor = -1 if sock is None else sock.fileno()
         if descriptor < 0:
             return True
+        if not hasattr(select, "poll"):  # Windows
+            readable, _, _ = select.select([descriptor], [], [], 0)
+            return bool(readable)
         poll = select.poll()
         poll.register(descriptor, select.POLLIN)
         return bool(poll.poll(0))

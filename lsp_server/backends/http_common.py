@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpcore
@@ -85,12 +86,15 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
 
     Bodies are asked for uncompressed: completions are small, and inflating costs the event
     loop time that belongs to keystrokes (a server that compresses anyway: `body_chunks`).
+    Cookies an endpoint sets are never kept: the gateway shares one client among all its
+    clients, and a cookie from one client's answer must not ride on another's request.
     """
     return httpx.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
         transport=_transport(),
         headers={"Accept-Encoding": "identity"},
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         trust_env=False,
     )
 

@@ -132,3 +132,18 @@ async def test_a_body_that_is_not_an_event_stream_is_a_protocol_fault() -> None:
     with pytest.raises(BackendError, match="not an SSE stream") as raised:
         await events_of(response)
     assert raised.value.kind == "protocol"
+
+
+async def test_a_cookie_an_endpoint_sets_is_never_kept() -> None:
+    """The gateway's clients share one HTTP client per endpoint: a cookie from one client's
+    answer must not ride on the next client's request."""
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    answer = httpx.Response(200, headers={"set-cookie": "session=abc; Path=/"}, request=request)
+    keeping = httpx.AsyncClient()
+    keeping.cookies.extract_cookies(answer)
+    assert dict(keeping.cookies) == {"session": "abc"}  # what httpx does by default
+    client = http_common.make_client("http://127.0.0.1:9/v1", 5.0)
+    client.cookies.extract_cookies(answer)
+    assert not client.cookies
+    await keeping.aclose()
+    await client.aclose()
