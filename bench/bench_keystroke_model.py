@@ -3,8 +3,10 @@
     python -m bench.bench_keystroke_model [--presets a,b] [--tasks 12] [--keystrokes 3]
                                           [--threads N] [--busy] [--json FILE]
 
-`auto` serves the best preset whose predicted warm keystroke fits `local.deadline_ms`
-(`backends/local/auto_choice.py`), predicted from the preset's calibration. Here each installed
+`auto` serves the best preset whose predicted keystrokes fit `local.deadline_ms`
+(`backends/local/auto_choice.py`, `keystroke_cost.py`), predicted from the preset's calibration:
+a warm one, measured here, and a document's first, printed beside it (`bench_quality --first`
+measures that one through the server). Here each installed
 preset is calibrated as the server calibrates it (`calibration.measure`, on a model of its own),
 then asked bench_quality's tasks (masked lines of the standard library, several files) in this
 process, through `LocalBackend` at the shipped settings but for the deadline (none: each
