@@ -116,6 +116,16 @@ async def initialize(client: LanguageClient, root: Path) -> None:
     client.initialized(types.InitializedParams())
 
 
+def open_document(client: LanguageClient, uri: str, text: str) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
+        )
+    )
+
+
 def server_process(client: LanguageClient) -> psutil.Process:
     return psutil.Process(client._server.pid)  # type: ignore[union-attr]
 
@@ -217,13 +227,8 @@ async def measure_overhead(requests: int, workdir: Path) -> Overhead:
             rss_idle_mb = await settled_rss_mb(server_process(client))
             uri = (workdir / "keystrokes.py").as_uri()
             source = "".join(f"value_{i} = \n" for i in range(LINES))
-            client.text_document_did_open(
-                types.DidOpenTextDocumentParams(
-                    text_document=types.TextDocumentItem(
-                        uri=uri, language_id="python", version=1, text=source
-                    )
-                )
-            )
+            for each in (client, floor_client):
+                open_document(each, uri, source)
             backend = OpenAICompatibleBackend(
                 EndpointConfig(name="direct", kind="openai", base_url=base_url, model="fake-model")
             )

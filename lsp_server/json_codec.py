@@ -22,6 +22,10 @@ Hook = Callable[[dict[str, Any]], Any]
 
 # orjson reads an integer beyond 64 bits as a float; no float this large comes in a message.
 _OVERFLOWED = float(2**63)
+# Such an integer has at least 19 digits: a body without a run that long is read alike by both,
+# and its values need not be walked (a C pass over the bytes, half the walk's time on 40 KB).
+_DIGITS_AS_ZEROS = bytes(48 if byte in b"0123456789" else 32 for byte in range(256))
+_LONG_NUMBER = b"0" * 19
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS
 
@@ -35,11 +39,12 @@ def decode(body: bytes, object_hook: Hook) -> Any:
         return json.loads(body, object_hook=object_hook)
 
 
-def loads(body: bytes) -> Any:
+def loads(body: bytes | str) -> Any:
     """`json.loads(body)`."""
     try:
         value = orjson.loads(body)
-        _check_floats(value)
+        if not isinstance(body, bytes) or _LONG_NUMBER in body.translate(_DIGITS_AS_ZEROS):
+            _check_floats(value)
         return value
     except (orjson.JSONDecodeError, RecursionError, _Overflowed):
         return json.loads(body)

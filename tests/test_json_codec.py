@@ -84,3 +84,19 @@ def test_integers_past_64_bits_and_large_floats_load_as_json_reads_them() -> Non
     body = b'{"big": [123456789012345678901234, -9223372036854775809], "far": 1.5e300}'
     assert loads(body) == json.loads(body)
     assert loads(body)["big"][0] == 123456789012345678901234
+
+
+@given(JSON)
+def test_loading_text_matches_json_loads(value: Any) -> None:
+    text = json.dumps(value)
+    assert loads(text) == json.loads(text)
+
+
+def test_a_long_integer_is_read_as_json_reads_it_in_bytes_and_in_text() -> None:
+    for body in ('{"n": 123456789012345678901234567890}', "[-9223372036854775809]"):
+        assert loads(body.encode()) == json.loads(body)
+        assert loads(body) == json.loads(body)
+    assert loads(b'{"n": 1234567890123456789.5, "s": "12345678901234567890"}') == {
+        "n": 1234567890123456789.5,
+        "s": "12345678901234567890",
+    }

@@ -17,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from functools import cache
 from typing import Any
 
+import httpcore
 import httpx
 from httpx_sse import ServerSentEvent
 
@@ -25,6 +26,7 @@ from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 from lsp_server import json_codec
+from lsp_server.backends.asyncio_network import AsyncioBackend
 from lsp_server.backends.base import BackendError, Usage
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
@@ -93,11 +95,26 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
     )
 
 
+class EndpointUrls:
+    """The absolute URL of each path asked of one client's endpoint, made once: httpx parses a
+    relative URL and merges it with the client's base URL on every request, in Python."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._base = client.base_url
+        self._urls: dict[str, httpx.URL] = {}  # the endpoint's configured paths
+
+    def __call__(self, path: str) -> httpx.URL:
+        url = self._urls.get(path)
+        if url is None:
+            relative = httpx.URL(path)  # merged as httpx merges it
+            raw_path = self._base.raw_path + relative.raw_path.lstrip(b"/")
+            url = self._urls[path] = self._base.copy_with(raw_path=raw_path)
+        return url
+
+
 def prepare() -> None:
     """Do now, on any thread, what the first client would otherwise do on the event loop:
-    import the HTTP/2 and async network layers and load the certificate store."""
-    import anyio  # noqa: F401  - httpcore's network backend, imported at its first connect
-
+    import the HTTP/2 layer and load the certificate store."""
     _transport()
 
 
@@ -107,9 +124,7 @@ def _transport() -> CancellationSafeTransport:
         max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
         keepalive_expiry=60,
     )
-    return CancellationSafeTransport(
-        http2=True, limits=limits, verify=_ssl_context(), trust_env=False
-    )
+    return CancellationSafeTransport(limits, _ssl_context())
 
 
 @cache
@@ -133,6 +148,19 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
     that failed on such a reused connection before any response came back is sent once more,
     on a fresh connection: the other idle ones are as suspect and are dropped first.
     """
+
+    def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(http2=True, limits=limits, verify=ssl_context, trust_env=False)
+        # The pool httpx makes, on asyncio's own streams instead of anyio's (`asyncio_network`).
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=True,
+            network_backend=AsyncioBackend(),
+        )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         connected = _watch_connects(request)
@@ -350,7 +378,7 @@ async def iter_sse_json(
             if not event.data.strip():
                 continue
             try:
-                payload = json.loads(event.data)
+                payload = json_codec.loads(event.data)
             except (ValueError, RecursionError):
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "malformed SSE data") from None
             if not isinstance(payload, dict):

@@ -35,6 +35,7 @@ from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.backends.http_common import (
+    EndpointUrls,
     bearer_headers,
     endpoint_timeout_s,
     is_event_stream,
@@ -62,6 +63,7 @@ class OpenAICompatibleBackend(Backend):
         self.name = config.name
         self.config = config
         self._client = make_client(config.base_url, endpoint_timeout_s(config))
+        self._url = EndpointUrls(self._client)
 
     def complete(
         self, request: CompletionRequest, usage: Usage | None = None
@@ -159,7 +161,10 @@ class OpenAICompatibleBackend(Backend):
         headers = self.headers()
         try:
             async with self._client.stream(
-                "POST", path, **json_content(body, headers), extensions=setup_timing(usage)
+                "POST",
+                self._url(path),
+                **json_content(body, headers),
+                extensions=setup_timing(usage),
             ) as response:
                 await raise_for_status(self.name, response)
                 if is_event_stream(response):

@@ -72,7 +72,7 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
-from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
+from lsp_server.gateway.sse import SSE_DONE, LastEvents, event_stream, sse_event
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.suggest.service import Suggestion
 
@@ -230,20 +230,22 @@ class _Gateway:
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                async for piece in feed.events():
-                    yield sse_event(completion_chunk(ids, model, piece, None))
+                async for pieces in feed.batches():
+                    yield b"".join(
+                        sse_event(completion_chunk(ids, model, piece, None)) for piece in pieces
+                    )
                 suggestion = feed.work.result()
                 try:
                     answer = _completion_answer(suggestion, completion, ids)
                     answer.charge(meter)
                 except GatewayError as error:
-                    yield sse_event(error.body())
-                    yield SSE_DONE
+                    yield LastEvents(sse_event(error.body()) + SSE_DONE)
                     return
+                ending = _completion_ending(answer, body.include_usage)
                 if suggestion.rest:
-                    yield sse_event(completion_chunk(ids, answer.model, suggestion.rest, None))
-                for event in _completion_ending(answer, body.include_usage):
-                    yield event
+                    rest = completion_chunk(ids, answer.model, suggestion.rest, None)
+                    ending.insert(0, sse_event(rest))
+                yield LastEvents(b"".join(ending))
             finally:
                 feed.stop()
 

@@ -42,7 +42,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.gateway.sse import SSE_DONE, sse_event
+from lsp_server.gateway.sse import SSE_DONE, LastEvents, sse_event
 from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
@@ -221,27 +221,31 @@ class ChatCompletions:
         async def events() -> AsyncIterator[bytes]:
             try:
                 model = feed.serving
-                yield sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))
-                async for event in feed.events():
-                    delta = (
-                        tool_call_delta(event)
-                        if isinstance(event, ToolCallDelta)
-                        else {"content": event}
-                    )
-                    yield sse_event(chat_chunk(ids, model, delta))
+                out = [sse_event(chat_chunk(ids, model, {"role": "assistant", "content": ""}))]
+                async for pieces in feed.batches():
+                    out += (sse_event(chat_chunk(ids, model, _delta(piece))) for piece in pieces)
+                    if not feed.ended:  # else the ending goes in the same write
+                        yield b"".join(out)
+                        out = []
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    yield sse_event(openai_error(failed).body()) + SSE_DONE
+                    yield LastEvents(
+                        b"".join([*out, sse_event(openai_error(failed).body()), SSE_DONE])
+                    )
                     return
                 charge(meter, routed, chat)
-                ending = [sse_event(chat_chunk(ids, model, {}, routed.finish_reason))]
+                out.append(sse_event(chat_chunk(ids, model, {}, routed.finish_reason)))
                 if body.include_usage:
                     usage, _ = usage_of(routed, chat)
-                    usage_event = usage_chunk(ids, model, "chat.completion.chunk", usage)
-                    ending.append(sse_event(usage_event))
-                yield b"".join([*ending, SSE_DONE])  # one write for the stream's end
+                    out.append(sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage)))
+                yield LastEvents(b"".join([*out, SSE_DONE]))
             finally:
                 feed.stop()
 
         return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
+
+
+def _delta(piece: ChatEvent) -> dict[str, Any]:
+    """A chat chunk's `delta` for one piece: text, or a piece of a tool call."""
+    return tool_call_delta(piece) if isinstance(piece, ToolCallDelta) else {"content": piece}

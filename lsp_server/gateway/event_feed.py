@@ -1,7 +1,8 @@
 """A routed call whose pieces stream to the client as they come, for every generation route.
 
 `EventFeed.start` returns once the first piece came or the call ended, so the HTTP status can
-still say how it went; `serving` is then the endpoint being listened to. What was sent cannot be
+still say how it went; `serving` is then the endpoint being listened to. The pieces are then
+read in batches, each written to the client at once. What was sent cannot be
 taken back, so a route that meets a failure after the first piece ends its stream with an error
 event instead of starting over elsewhere.
 """
@@ -49,27 +50,41 @@ class EventFeed(Generic[E, T]):
             if meter is not None:
                 meter.asking(endpoint)
 
+        # Set once the first piece is queued, or the end: waited on without a task of its own.
+        came: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
         def piece(event: E) -> None:
             if meter is not None:
                 meter.streamed(event)
             queue.put_nowait(event)
+            if not came.done():
+                came.set_result(None)
 
         work = asyncio.create_task(call(piece, asking))
 
         def finished(task: asyncio.Task[T]) -> None:
             queue.put_nowait(None)
+            if not came.done():
+                came.set_result(None)
             if not task.cancelled():
                 task.exception()  # read here too, in case the client left before the stream
 
         work.add_done_callback(finished)
         feed = cls(work, queue, serving)
         try:
-            feed.first = await cancel_on_disconnect(request, queue.get())
+            await cancel_on_disconnect(request, came)
         except BaseException:
             work.cancel()
             raise
+        feed.first = queue.get_nowait()
         feed.serving = asked[0]
         return feed
+
+    @property
+    def ended(self) -> bool:
+        """Whether the call has ended: once it has, every piece it made is in a batch read
+        or to be read."""
+        return self.work.done()
 
     def stop(self) -> None:
         """Stop the routed call, once: cancelling it again while it closes its upstream
@@ -77,12 +92,22 @@ class EventFeed(Generic[E, T]):
         if not self.work.done() and not self.work.cancelling():
             self.work.cancel()
 
-    async def events(self) -> AsyncIterator[E]:
-        """The first piece, then each one as it comes, until the call ends."""
-        event = self.first
-        while event is not None:
-            yield event
-            event = await self._queue.get()
+    async def batches(self) -> AsyncIterator[list[E]]:
+        """The pieces as they come, until the call ends: each batch holds every piece that had
+        come by the time the last batch was sent, so pieces that arrive together (an upstream's
+        events read in one go) go out in one write instead of one each."""
+        queue = self._queue
+        batch = [self.first] if self.first is not None else []
+        while batch:
+            while not queue.empty():
+                piece = queue.get_nowait()
+                if piece is None:
+                    yield batch
+                    return
+                batch.append(piece)
+            yield batch
+            piece = await queue.get()
+            batch = [piece] if piece is not None else []
 
     def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
         async def stop_upstream() -> None:

@@ -119,9 +119,12 @@ class Limiter:
     async def admit(self, demand: Demand) -> Admission:
         config = self._config()
         limits = config.gateway.limits_of(demand.client)
-        now = utc_now()
         max_tokens = demand.max_tokens or _largest_chat_cap(config)
         tokens = reserve_tokens(demand.prompt_chars, max_tokens)
+        if not _limited(limits):  # nothing to reserve: the lease only carries the ledger's entry
+            ask = Ask(demand.client, "", limits, tokens, None, 0, "", 0)
+            return Admission(Verdict(None), limits, Lease(ask, demand.task_class, False))
+        now = utc_now()
         budget = budget_micros(limits)
         ask = Ask(
             client=demand.client,
@@ -136,8 +139,6 @@ class Limiter:
             period_ttl_s=_ttl_s(period_end(limits.budget_period, now), now),
         )
         end = period_end(limits.budget_period, now) if budget is not None else None
-        if not _limited(limits):
-            return Admission(Verdict(None), limits, Lease(ask, demand.task_class, False))
         shared = self._shared
         if shared is not None and shared.up:
             verdict = await shared.admit(ask)

@@ -47,15 +47,15 @@ class LspTextDocument(TextDocument):
             self._lines, self._lines_of = lsp_lines(source), source
         return self._lines
 
-    def line_start(self, line: int) -> int:
-        """The str offset at which `line` (an index into `lines`) begins."""
+    def line_starts(self) -> tuple[int, ...]:
+        """The str offset at which each line begins, and the text's length last."""
         lines = self.lines
         if self._starts_of is not self._lines_of:
             self._starts, self._starts_of = (
                 tuple(accumulate(map(len, lines), initial=0)),
                 self._lines_of,
             )
-        return self._starts[line]
+        return self._starts
 
 
 class LspWorkspace(Workspace):
@@ -82,10 +82,7 @@ def offset_at(document: TextDocument, position: types.Position) -> int:
     if position.line >= len(lines):
         return len(document.source)
     line = max(0, position.line)
-    if isinstance(document, LspTextDocument):
-        start = document.line_start(line)
-    else:
-        start = sum(len(text) for text in lines[:line])
+    start = _line_starts(document)[line]
     content = lines[line].rstrip("\r\n")
     if content.isascii():  # one code unit per character in every encoding
         return start + min(max(0, position.character), len(content))
@@ -102,10 +99,16 @@ def position_at(document: TextDocument, offset: int) -> types.Position:
     """The LSP position (in the negotiated encoding) of a str offset into the document."""
     source = document.source
     offset = max(0, min(offset, len(source)))
-    starts = list(accumulate(map(len, document.lines), initial=0))
+    starts = _line_starts(document)
     line = bisect_right(starts, offset) - 1
     start = starts[line]
     return types.Position(line=line, character=client_units(document, source[start:offset]))
+
+
+def _line_starts(document: TextDocument) -> Sequence[int]:
+    if isinstance(document, LspTextDocument):
+        return document.line_starts()
+    return tuple(accumulate(map(len, document.lines), initial=0))
 
 
 def client_units(document: TextDocument, text: str) -> int:

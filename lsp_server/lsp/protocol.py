@@ -1,4 +1,4 @@
-"""pygls' protocol with six additions.
+"""pygls' protocol with seven additions.
 
 - `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
   as inner tasks that a cancel of the outer request does not reach. A command handler links its
@@ -14,6 +14,8 @@
   and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
 - Messages are written with orjson (see `json_codec`), and without logging each whole message.
+- The params of a method lsprotocol has no type for (the next edit's, the cursor report's)
+  stay JSON (see `json_params_converter`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Generator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import (
@@ -35,14 +37,37 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcMethodNotFound,
 )
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
 from pygls.protocol.language_server import lsp_method
 
 from lsp_server import json_codec
 from lsp_server.lsp.documents import LspWorkspace
 from lsp_server.lsp.next_edit import EXPERIMENTAL_CAPABILITIES
 
+if TYPE_CHECKING:
+    from cattrs import Converter
+
 log = logging.getLogger(__name__)
+
+
+def json_params_converter() -> Converter:
+    """pygls' converter, except that the params of a request or notification whose method
+    lsprotocol does not type stay the JSON they came as, for the handler to read as a mapping.
+    pygls would build a namedtuple class for every object in them, about a quarter of a
+    millisecond of each next edit."""
+    converter: Converter = default_converter()
+    for message in (JsonRPCRequestMessage, JsonRPCNotification):
+        converter.register_structure_hook(message, _as_sent)
+    return converter
+
+
+def _as_sent(data: dict[str, Any], cls: type[Any]) -> Any:
+    return cls(**data)
 
 
 @dataclass(frozen=True, slots=True)

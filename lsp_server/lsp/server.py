@@ -36,7 +36,7 @@ from lsp_server.lsp.cursor_report import NOTIFY_CURSOR, parse_cursor_report
 from lsp_server.lsp.documents import offset_at, open_document
 from lsp_server.lsp.model_progress import ModelProgress
 from lsp_server.lsp.next_edit import register_next_edit
-from lsp_server.lsp.protocol import GatewayProtocol
+from lsp_server.lsp.protocol import GatewayProtocol, json_params_converter
 from lsp_server.lsp.refactor_command import CMD_REFACTOR, refactor_actions, run_refactor_command
 from lsp_server.reasons import Reason
 
@@ -78,6 +78,7 @@ class GatewayServer(LanguageServer):
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=GatewayProtocol,
+            converter_factory=json_params_converter,
         )
         self.settings = Settings(config, on_refused=self.report_refused_setting)
         self._watch_config = watch_config

@@ -32,8 +32,8 @@ def region_edits(request: EditRequest, new_region: str) -> list[OffsetEdit]:
         return []
     if new_region.count("\n") > old_region.count("\n") + MAX_ADDED_LINES:
         raise OutsideTheRegion("the answer is far larger than the region")
-    before = _neighbour_line(request.text[:start].rstrip("\r\n"), last=True)
-    after = _neighbour_line(request.text[end:].lstrip("\r\n"), last=False)
+    before = _line_before(request.text, start)
+    after = _line_after(request.text, end)
     new_lines = new_region.splitlines()
     old_lines = old_region.splitlines()
     if before.strip() and new_lines[:1] == [before] and old_lines[:1] != [before]:
@@ -58,8 +58,21 @@ def hull(edits: list[OffsetEdit], text: str) -> OffsetEdit:
     return OffsetEdit(start, end, "".join(pieces))
 
 
-def _neighbour_line(text: str, *, last: bool) -> str:
-    if not text:
-        return ""
-    lines = text.splitlines()
-    return lines[-1] if last else lines[0]
+def _line_before(text: str, offset: int) -> str:
+    """The last line of `text[:offset]`, the line breaks it ends with left out. Only that line
+    is split, not the document above it (a copy of it on every next edit)."""
+    end = offset
+    while end > 0 and text[end - 1] in "\r\n":
+        end -= 1
+    lines = text[text.rfind("\n", 0, end) + 1 : end].splitlines()
+    return lines[-1] if lines else ""
+
+
+def _line_after(text: str, offset: int) -> str:
+    """The first line of `text[offset:]`, the line breaks it begins with left out."""
+    start = offset
+    while start < len(text) and text[start] in "\r\n":
+        start += 1
+    newline = text.find("\n", start)
+    lines = text[start : len(text) if newline < 0 else newline].splitlines()
+    return lines[0] if lines else ""

@@ -21,6 +21,7 @@ CONTEXT_LINES = 150
 # 1 false edit of 6 with 16 lines against 2 with 150, for the same edit similarity (bench/README.md,
 # "Next-edit quality").
 LOCAL_CONTEXT_LINES = 16
+_GUESSED_LINE_CHARS = 64  # the first stretch searched for line breaks, per line
 
 
 def editable_region(
@@ -46,15 +47,48 @@ def editable_region(
 def context_window(
     text: str, region: tuple[int, int], lines: int = CONTEXT_LINES
 ) -> tuple[int, int]:
-    """(start, end) of `lines` whole lines before and after `region`."""
+    """(start, end) of `lines` whole lines before and after `region`.
+
+    The line breaks are counted and split in C, in a stretch of text that doubles until it
+    holds them all: a line at a time in Python, 150 lines each way took a tenth of a
+    millisecond, twice a next edit (its privacy and its prompt)."""
     start, end = region
-    for _ in range(lines):
-        if start == 0:
-            break
-        start = _line_start(text, start - 1)
-    for _ in range(lines):
-        end = _next_line_end(text, end)
-    return start, end
+    if lines <= 0:
+        return start, end
+    return _start_lines_above(text, start, lines), _end_lines_below(text, end, lines)
+
+
+def _start_lines_above(text: str, start: int, lines: int) -> int:
+    """Where `_line_start(text, start - 1)`, taken `lines` times, arrives: just after the
+    `lines`-th line break before `start - 1`, or the text's start."""
+    if start <= 0:
+        return 0
+    stop = start - 1
+    width = _GUESSED_LINE_CHARS * lines
+    while True:
+        low = max(0, stop - width)
+        if text.count("\n", low, stop) >= lines:
+            before = text[low:stop].rsplit("\n", lines)[0]
+            return low + len(before) + 1
+        if low == 0:
+            return 0
+        width *= 2
+
+
+def _end_lines_below(text: str, end: int, lines: int) -> int:
+    """Where `_next_line_end(text, end)`, taken `lines` times, arrives: the end of the line
+    that the `lines + 1`-th line break from `end` ends; with fewer, the text's end (or `end`
+    itself with none)."""
+    width = _GUESSED_LINE_CHARS * (lines + 1)
+    while True:
+        high = min(len(text), end + width)
+        if text.count("\n", end, high) > lines:
+            after = text[end:high].split("\n", lines + 1)[-1]
+            newline = high - len(after) - 1
+            return newline - 1 if newline > 0 and text[newline - 1] == "\r" else newline
+        if high == len(text):
+            return len(text) if text.find("\n", end) >= 0 else end
+        width *= 2
 
 
 def _line_start(text: str, offset: int) -> int:

@@ -194,15 +194,18 @@ class NextEditService:
 
     def _privacy(self, request: EditRequest) -> Reason | None:
         """Every part of the prompt: the file around the region (its path and contents), each
-        recent edit (its file and its diff) and each snippet."""
+        recent edit (its file, judged once for all its edits, and its diff) and each snippet."""
         window = context_window(request.text, request.region)
         reason = self.privacy.window_reason(
             request.uri, request.text, window[0], request.cursor, window[1]
         )
         if reason is not None:
             return reason
+        diffs: dict[str, list[str]] = {}
         for edit in request.history:
-            reason = self.privacy.text_reason(edit.uri, edit.diff)
+            diffs.setdefault(edit.uri, []).append(edit.diff)
+        for uri, texts in diffs.items():
+            reason = self.privacy.texts_reason(uri, texts)
             if reason is not None:
                 return reason
         for chunk in request.snippets:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from lsp_server.config.model import RoutingConfig
 from lsp_server.privacy.conversation_memo import ConversationMemo
@@ -83,10 +83,21 @@ class PrivacyGuard:
 
     def text_reason(self, uri: str, text: str) -> Reason | None:
         """Why a request carrying all of `text` must stay here, or None."""
+        return self.texts_reason(uri, (text,))
+
+    def texts_reason(self, uri: str, texts: Iterable[str]) -> Reason | None:
+        """Why a request carrying each of `texts` (pieces from `uri`, each read on its own)
+        must stay here, or None; the path is judged once for all of them."""
         routing = self._routing()
-        verdict = classify(
-            self._policy_for(routing), uri, text, redact_secrets=routing.redact_secrets
-        )
+        verdict = classify(self._policy_for(routing), uri, "", redact_secrets=False)
+        if not verdict.local_only and routing.redact_secrets:
+            for text in texts:
+                finding = first_secret(text)
+                if finding is not None:
+                    verdict = PrivacyVerdict(
+                        local_only=True, reason="secret-in-prompt", detail=finding.kind
+                    )
+                    break
         return self._reason(uri, verdict)
 
     def conversation_reason(

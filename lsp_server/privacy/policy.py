@@ -195,7 +195,8 @@ def classify(
         if memo is not None:
             kind = memo.first_secret_kind(prefix, suffix)
         else:
-            finding = first_secret(prefix + suffix)
+            text = prefix + suffix  # often empty: a conversation's stop strings
+            finding = first_secret(text) if text else None
             kind = finding.kind if finding is not None else None
         if kind is not None:
             return PrivacyVerdict(local_only=True, reason="secret-in-prompt", detail=kind)

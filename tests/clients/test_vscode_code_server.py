@@ -385,6 +385,41 @@ def test_a_next_edit_appears_away_from_the_cursor_and_applies(
     assert_no_errors_logged(code_server)
 
 
+def test_a_ghost_text_gives_way_to_a_next_edit_drawn_elsewhere(
+    code_server: CodeServer, tmp_path: Path
+) -> None:
+    """One suggestion at a time: a ghost text at the cursor while the rename is typed, then
+    the next edit drawn below hides it, and Tab goes to the edit, not into the ghost text. The
+    pause before the next edit is long enough for the ghost text to be seen first."""
+    with (
+        FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury,
+        FakeLLMServer(Behaviour(text="_in_cents"), name="fim") as inline,
+    ):
+        code_server.env["INCEPTION_API_KEY"] = "test-key"
+        config = mercury_config(tmp_path, mercury)
+        config.write_text(
+            config.read_text().replace("[routing]\n", "[routing]\ninline_deadline_ms = 3000\n")
+            + '[[endpoints]]\nname = "fim"\nkind = "openai"\n'
+            f'base_url = "{inline.base_url}"\nmodel = "fake-model"\nroles = ["inline"]\n'
+            "fim = true\n"
+        )
+        code_server.write_user_settings(
+            {**base_settings(config), "gatewayLs.nextEdit.delayMs": 2500}
+        )
+        url = code_server.start(next_edit_workspace(tmp_path))
+
+        report = drive(
+            url,
+            NEXT_EDIT_DRIVER,
+            **rename_plan(ghostText="_in_cents", prefix="ghost-then-next-edit"),
+        )
+
+    assert "_in_cents" in report["ghostBefore"], report
+    assert_the_use_below_was_renamed(report)
+    code_server.stop()
+    assert_no_errors_logged(code_server)
+
+
 def test_esc_dismisses_a_next_edit_and_tab_is_tab_again(
     code_server: CodeServer, tmp_path: Path
 ) -> None:
@@ -419,11 +454,9 @@ def test_a_next_edit_from_the_local_coder_preset_offline(
         .replace("[routing]\n", "[routing]\nedit_deadline_ms = 120000\n")
         .replace("[local]\n", f'[local]\nmodel = "{QWEN_CODER_0_5B.name}"\n')
     )
-    # Ghost text off: the one local model also suggests while the rename is typed, and a ghost
-    # text still showing takes Tab before the next edit does (a limit the README states).
-    code_server.write_user_settings(
-        {**base_settings(config), "editor.inlineSuggest.enabled": False}
-    )
+    # Ghost text on: the one local model also suggests while the rename is typed, and the
+    # next edit drawn below takes the ghost text's place.
+    code_server.write_user_settings(base_settings(config))
     url = code_server.start(next_edit_workspace(tmp_path))
 
     report = drive(
@@ -439,10 +472,12 @@ def test_a_next_edit_from_the_local_coder_preset_offline(
 
 def assert_the_use_below_was_renamed(report: dict[str, Any]) -> None:
     """Drawn on the line below the cursor's (the old use struck through, the new one beside
-    it, a gutter mark), then applied."""
+    it, a gutter mark) and alone on screen, no ghost text beside it, then applied."""
     assert report["struck"] == ["value"], report
     assert "amount" in report["beside"], report
     assert report["gutterMarks"] >= 1
+    assert report["ghostWhileShown"] == "", report
+    assert report["ghostAfterJump"] == "", report
     assert report["appliedLines"][:3] == [
         "def scale(amount, factor):",
         "    result = amount * factor",

@@ -124,7 +124,8 @@ class ScriptedAgentServer(FakeLLMServer):
             if item.get("type") == "function_call_output"
         ]
         turn = self._turn(tools, outputs, json.dumps(payload["input"]))
-        events = _response_events(turn, payload.get("model") or "scripted")
+        echo = {"instructions": payload.get("instructions"), "tools": payload.get("tools") or []}
+        events = _response_events(turn, payload.get("model") or "scripted", echo)
         if payload.get("stream"):
             return _event_stream(_sse(event, named=True) for event in events)
         return JSONResponse(events[-1]["response"])
@@ -228,8 +229,10 @@ def _chat_chunks(turn: Turn, model: str, usage: bool) -> list[bytes]:
     return [*chunks, _sse("[DONE]")]
 
 
-def _response_events(turn: Turn, model: str) -> list[dict[str, Any]]:
-    """The Responses event sequence of one turn; the last event's response is the whole answer."""
+def _response_events(turn: Turn, model: str, echo: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Responses event sequence of one turn; the last event's response is the whole answer.
+    Each response object repeats the request's `echo` (its instructions and tools), as
+    OpenAI's does."""
     sequence = itertools.count()
     response: dict[str, Any] = {
         "id": "resp_scripted",
@@ -240,10 +243,10 @@ def _response_events(turn: Turn, model: str) -> list[dict[str, Any]]:
         "output": [],
         "parallel_tool_calls": True,
         "tool_choice": "auto",
-        "tools": [],
         "error": None,
         "incomplete_details": None,
         "usage": None,
+        **echo,
     }
 
     def event(kind: str, **fields: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   const gateway: GatewayServer = new GatewayServer(output, {
     onInlineCompletion: () => poller.refreshSoon(),
-    nextEditAt: (document, position) => nextEdits.inlineItemAt(document, position),
+    nextEditInline: (document, position) => nextEdits.inlineItemsAt(document, position),
   });
   const nextEdits = new NextEditController(gateway, output, context.extensionUri);
   server = gateway;

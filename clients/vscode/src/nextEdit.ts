@@ -5,6 +5,13 @@
  * (the removed text struck through, the new text beside it) with a mark in the gutter. Tab jumps
  * to it, Tab again applies it, Esc dismisses it: the keybindings hold only while an edit is shown
  * (the `gatewayLs.nextEdit` context key), so Tab keeps its meaning otherwise.
+ *
+ * One suggestion at a time, so that Tab does what the screen shows: while an edit is drawn
+ * away from the cursor, the ghost text on screen is hidden and the inline suggestions of that
+ * document are none, until the edit is applied, dismissed, or typed over. The next edit wins
+ * over the ghost text because it is the later answer (asked after the pause in typing that
+ * the ghost text was shown in) and it read the recent edits; at the cursor it is itself the
+ * ghost text, so the screen never shows two.
  */
 import * as vscode from "vscode";
 
@@ -91,26 +98,33 @@ export class NextEditController implements vscode.Disposable {
     ];
   }
 
-  /** The shown edit as the inline suggestion at this position, for the inline completion provider. */
-  inlineItemAt(
+  /**
+   * The inline suggestions a shown edit makes at this position, for the inline completion
+   * provider: the edit itself on its line when it is shown as the inline suggestion, none while
+   * it is drawn elsewhere in the document, and undefined (the server is asked) otherwise.
+   */
+  inlineItemsAt(
     document: vscode.TextDocument,
     position: vscode.Position,
-  ): vscode.InlineCompletionItem | undefined {
+  ): vscode.InlineCompletionItem[] | undefined {
     const shown = this.shown;
-    if (
-      shown?.ghostLine === undefined ||
-      shown.editor.document !== document ||
-      document.version !== shown.version ||
-      position.line !== shown.range.start.line
-    ) {
+    if (shown === undefined || shown.editor.document !== document || document.version !== shown.version) {
+      return undefined;
+    }
+    if (shown.ghostLine === undefined) {
+      return [];
+    }
+    if (position.line !== shown.range.start.line) {
       return undefined;
     }
     const line = document.lineAt(position.line).range;
-    return new vscode.InlineCompletionItem(shown.ghostLine, line, {
-      title: "Accept next edit",
-      command: NEXT_EDIT_COMMANDS.acceptedInline,
-      arguments: [shown.edit.command],
-    });
+    return [
+      new vscode.InlineCompletionItem(shown.ghostLine, line, {
+        title: "Accept next edit",
+        command: NEXT_EDIT_COMMANDS.acceptedInline,
+        arguments: [shown.edit.command],
+      }),
+    ];
   }
 
   /** Asks for the next edit at the active editor's cursor now, replacing any shown edit. */
@@ -171,6 +185,8 @@ export class NextEditController implements vscode.Disposable {
     if (ghost) {
       await vscode.commands.executeCommand("editor.action.inlineSuggest.trigger");
     } else {
+      // The ghost text goes: Tab now belongs to the edit drawn here.
+      await vscode.commands.executeCommand("editor.action.inlineSuggest.hide");
       this.decorate(editor, edit, range);
     }
     await this.updateContext();

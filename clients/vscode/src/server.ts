@@ -38,11 +38,15 @@ const STOP_TIMEOUT_MS = 2000;
 export interface ClientHooks {
   /** Called after each inline completion request the editor made. */
   readonly onInlineCompletion: () => void;
-  /** A next edit to show as the inline suggestion at this position, if there is one. */
-  readonly nextEditAt: (
+  /**
+   * What a shown next edit puts in place of the server's inline suggestion at this position:
+   * the edit itself as the suggestion, nothing at all while it is drawn elsewhere in the
+   * document (one suggestion at a time), or undefined when no next edit is shown there.
+   */
+  readonly nextEditInline: (
     document: vscode.TextDocument,
     position: vscode.Position,
-  ) => vscode.InlineCompletionItem | undefined;
+  ) => vscode.InlineCompletionItem[] | undefined;
 }
 
 export class GatewayServer implements vscode.Disposable {
@@ -196,13 +200,14 @@ export class GatewayServer implements vscode.Disposable {
           return completed ? next(command, completed) : undefined;
         },
         provideInlineCompletionItems: async (document, position, context, token, next) => {
-          const nextEdit = this.hooks.nextEditAt(document, position);
-          if (nextEdit) {
-            return [nextEdit];
+          const shown = this.hooks.nextEditInline(document, position);
+          if (shown) {
+            return shown;
           }
           const result = await next(document, position, context, token);
           this.hooks.onInlineCompletion();
-          return result;
+          // A next edit drawn while the server answered keeps the screen: its answer is dropped.
+          return this.hooks.nextEditInline(document, position) ?? result;
         },
         // VS Code would show each suggestion twice, as ghost text and in the suggest widget.
         provideCompletionItem: (document, position, context, token, next) => {

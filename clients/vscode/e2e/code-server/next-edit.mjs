@@ -3,7 +3,9 @@
  * Drives a next-edit prediction in a running code-server, as a user would: renames a word by
  * typing, waits for the next edit the extension draws away from the cursor (the old text struck
  * through, the new text beside it, a mark in the gutter), presses Tab to go there and Tab again
- * to apply it. Screenshots of each step go to the artifacts folder; one JSON object on stdout
+ * to apply it. It reports the ghost text on screen while the edit is drawn (there should be
+ * none: one suggestion at a time) and, with `ghostText`, first waits for a ghost text at the
+ * cursor that the next edit must then take the place of. Screenshots of each step go to the artifacts folder; one JSON object on stdout
  * reports what was seen; the exit code is 1 when a step failed.
  *
  * Usage: node next-edit.mjs '<JSON plan>'; the plan's fields are documented on `Plan` below.
@@ -25,11 +27,15 @@ import { editorLines, goToPosition, launchBrowser, openFile, waitForServer } fro
  * @property {string} added      the text the next edit must show beside it
  * @property {string} applied    a line the document must hold once the edit is applied
  * @property {boolean} [dismiss] press Esc on the edit instead of applying it
+ * @property {string} [ghostText] text a ghost text at the cursor must show before the next edit
  * @property {string} artifacts  folder for screenshots
  * @property {string} [browser]  the Chromium executable (default /usr/bin/chromium)
  * @property {number} [timeoutMs] budget of each wait (default 60 s)
  * @property {string} [prefix]   prefix of the screenshots' names
  */
+
+/** Monaco's ghost text: the inline part and the lines below it. */
+const GHOST_TEXT = '.editor-instance .monaco-editor [class*="ghost-text"]';
 
 /** @type {Plan} */
 const plan = JSON.parse(process.argv[2] ?? "{}");
@@ -60,6 +66,21 @@ try {
   await page.keyboard.type(plan.type, { delay: 60 });
   steps.push(`typed ${JSON.stringify(plan.type)} on line ${plan.line}`);
 
+  if (plan.ghostText !== undefined) {
+    await page.waitForFunction(
+      (selector, expected) => {
+        const ghost = [...document.querySelectorAll(selector)].map((node) => node.textContent ?? "").join("");
+        return ghost.trim() !== "" && ghost.replace(/\u00a0/g, " ").includes(expected);
+      },
+      {},
+      GHOST_TEXT,
+      plan.ghostText,
+    );
+    report.ghostBefore = await ghostTextShown(page);
+    steps.push("a ghost text is shown at the cursor");
+    await shot("ghost-text");
+  }
+
   // The next edit, drawn away from the cursor: struck-through text, new text, a gutter mark.
   const deadline = Date.now() + timeout;
   for (;;) {
@@ -77,6 +98,7 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   report.shownLines = await editorLines(page);
+  report.ghostWhileShown = await ghostTextShown(page);
   steps.push("the next edit is drawn");
 
   if (plan.dismiss) {
@@ -100,6 +122,7 @@ try {
     );
     await new Promise((resolve) => setTimeout(resolve, 500));
     report.afterJumpLines = await editorLines(page);
+    report.ghostAfterJump = await ghostTextShown(page);
     steps.push("Tab went to the next edit");
     await shot("jumped");
     await page.keyboard.press("Tab");
@@ -129,6 +152,15 @@ try {
 }
 process.stdout.write(JSON.stringify(report) + "\n");
 process.exit(failed ? 1 : 0);
+
+/**
+ * The ghost text on screen, no-break spaces as spaces ("" when there is none).
+ * @param {import("puppeteer-core").Page} page
+ */
+async function ghostTextShown(page) {
+  const nodes = await page.$$eval(GHOST_TEXT, (found) => found.map((node) => node.textContent ?? ""));
+  return nodes.join("").replace(/\u00a0/g, " ").trim();
+}
 
 /**
  * What the editor draws of a next edit, read in the page: the struck-through text, and the text

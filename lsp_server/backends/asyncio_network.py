@@ -1,0 +1,159 @@
+"""httpcore's network layer on asyncio's own streams, for every HTTP backend's connections.
+
+httpcore reaches asyncio through anyio, whose stream layer costs more than the socket work it
+wraps: each read and each write opens a cancel scope, a read either switches the transport's
+reading on and off again (two system calls) or yields to the event loop once, and each reuse of
+a pooled connection asks anyio's typed attributes for its socket. A streamed agent turn makes
+a dozen such calls. Here a read of data already received returns at once from a
+`StreamReader`, a write goes to the `StreamWriter`, timeouts are asyncio's, and failures become
+httpcore's exceptions as its own backends map them. TLS is the event loop's (`start_tls`). A
+name's addresses are tried one after the other, as httpx's own synchronous client tries them
+(uvloop's event loop, which the servers run on, has no happy eyeballs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import socket
+import ssl
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import Any
+
+import httpcore
+
+# Socket options as httpcore passes them: (level, option, value).
+SocketOption = (
+    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+)
+
+
+class AsyncioStream(httpcore.AsyncNetworkStream):
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            async with _within(timeout):
+                return await self._reader.read(max_bytes)  # b"" at the end, as httpcore expects
+        except TimeoutError as exc:
+            raise httpcore.ReadTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.ReadError(exc) from exc
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        try:
+            async with _within(timeout):
+                self._writer.write(buffer)
+                await self._writer.drain()
+        except TimeoutError as exc:
+            raise httpcore.WriteTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.WriteError(exc) from exc
+
+    async def aclose(self) -> None:
+        self._writer.close()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with _within(timeout):
+                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
+        except TimeoutError as exc:
+            await self.aclose()
+            raise httpcore.ConnectTimeout(exc) from exc
+        except (OSError, ssl.SSLError) as exc:  # SSLError is an OSError; named for the reader
+            await self.aclose()
+            raise httpcore.ConnectError(exc) from exc
+        return self
+
+    def get_extra_info(self, info: str) -> Any:
+        writer = self._writer
+        if info == "ssl_object":
+            return writer.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return writer.get_extra_info("sockname")
+        if info == "server_addr":
+            return writer.get_extra_info("peername")
+        if info == "socket":
+            return writer.get_extra_info("socket")
+        if info == "is_readable":
+            return self._readable()
+        return None
+
+    def _readable(self) -> bool:
+        """Whether a read would return at once: what httpcore asks of an idle pooled connection
+        (anything to read then is the server closing it). The transport reads ahead into the
+        reader, so the reader's end and errors count as well as the socket's own state."""
+        reader = self._reader
+        if reader.at_eof() or reader.exception() is not None or self._writer.is_closing():
+            return True
+        sock = self._writer.get_extra_info("socket")
+        descriptor = -1 if sock is None else sock.fileno()
+        if descriptor < 0:
+            return True
+        poll = select.poll()
+        poll.register(descriptor, select.POLLIN)
+        return bool(poll.poll(0))
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with _within(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, port, local_addr=(local_address, 0) if local_address else None
+                )
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(exc) from exc
+        _set_options(writer, socket_options)  # asyncio's TCP sockets have TCP_NODELAY already
+        return AsyncioStream(reader, writer)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with _within(timeout):
+                reader, writer = await asyncio.open_unix_connection(path)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(exc) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(exc) from exc
+        _set_options(writer, socket_options)
+        return AsyncioStream(reader, writer)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def _within(timeout: float | None) -> AbstractAsyncContextManager[Any]:
+    """A timeout for one network step; none at all when httpcore passes none."""
+    return nullcontext() if timeout is None else asyncio.timeout(timeout)
+
+
+def _set_options(writer: asyncio.StreamWriter, options: Iterable[SocketOption] | None) -> None:
+    sock: socket.socket | None = writer.get_extra_info("socket")
+    if sock is None:
+        return
+    for option in options or ():
+        sock.setsockopt(*option)
