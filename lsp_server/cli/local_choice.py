@@ -13,7 +13,8 @@ import sys
 import time
 from typing import Any
 
-from lsp_server.backends.local.auto_choice import Candidate, choose, predicted_keystroke_s, ranked
+from lsp_server.backends.local.auto_choice import Candidate, choose, ranked
+from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
 from lsp_server.backends.local.machine_fit import calibrate, candidates
 from lsp_server.backends.model_presets import ModelPreset
 from lsp_server.cli.table import render_table
@@ -28,7 +29,15 @@ def print_local_choice(config: LocalConfig, *, recalibrate: bool = False) -> Non
     print(f"local presets on this machine (n_threads {config.n_threads or 'all cores'}):")
     print(
         render_table(
-            ["preset", "installed", "prompt t/s", "gen t/s", "warm keystroke ms", "fits"],
+            [
+                "preset",
+                "installed",
+                "prompt t/s",
+                "gen t/s",
+                "warm keystroke ms",
+                "first keystroke ms",
+                "fits",
+            ],
             [_row(c, deadline) for c in found],
         )
     )
@@ -39,7 +48,10 @@ def print_local_choice(config: LocalConfig, *, recalibrate: bool = False) -> Non
         print(f"local model: {config.model or 'the bundled default'} (local.model)")
     else:
         name = chosen.name if chosen else "none installed"
-        print(f'local model: {name} (model = "auto", fits {deadline} ms with margin)')
+        print(
+            f'local model: {name} (model = "auto": its warm and first keystrokes fit '
+            f"{deadline} ms with margin)"
+        )
         _print_better(found, chosen)
     _print_switches()
 
@@ -63,7 +75,8 @@ def _row(candidate: Candidate, deadline_ms: int) -> tuple[object, ...]:
         "yes" if candidate.installed else "no",
         speed.prompt_tps if speed else None,
         speed.generation_tps if speed else None,
-        round(predicted_keystroke_s(speed) * 1000) if speed else None,
+        round(warm_keystroke_s(speed, deadline_ms) * 1000) if speed else None,
+        round(first_keystroke_s(speed) * 1000) if speed else None,
         ("yes" if candidate.fits(deadline_ms) else "no") if speed else "-",
     )
 

@@ -72,7 +72,7 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
-from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
+from lsp_server.gateway.sse import SSE_DONE, LastEvents, event_stream, sse_event
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.suggest.service import Suggestion
 
@@ -239,13 +239,13 @@ class _Gateway:
                     answer = _completion_answer(suggestion, completion, ids)
                     answer.charge(meter)
                 except GatewayError as error:
-                    yield sse_event(error.body()) + SSE_DONE
+                    yield LastEvents(sse_event(error.body()) + SSE_DONE)
                     return
                 ending = _completion_ending(answer, body.include_usage)
                 if suggestion.rest:
                     rest = completion_chunk(ids, answer.model, suggestion.rest, None)
                     ending.insert(0, sse_event(rest))
-                yield b"".join(ending)  # one write for the stream's end
+                yield LastEvents(b"".join(ending))
             finally:
                 feed.stop()
 

@@ -42,7 +42,7 @@ from lsp_server.gateway.openai_wire import (
     usage_chunk,
 )
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
-from lsp_server.gateway.sse import SSE_DONE, sse_event
+from lsp_server.gateway.sse import SSE_DONE, LastEvents, sse_event
 from lsp_server.routing.sequential_route import Answered
 
 # No cap from the client: the endpoint's own `chat_max_tokens` applies.
@@ -230,14 +230,16 @@ class ChatCompletions:
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    yield b"".join([*out, sse_event(openai_error(failed).body()), SSE_DONE])
+                    yield LastEvents(
+                        b"".join([*out, sse_event(openai_error(failed).body()), SSE_DONE])
+                    )
                     return
                 charge(meter, routed, chat)
                 out.append(sse_event(chat_chunk(ids, model, {}, routed.finish_reason)))
                 if body.include_usage:
                     usage, _ = usage_of(routed, chat)
                     out.append(sse_event(usage_chunk(ids, model, "chat.completion.chunk", usage)))
-                yield b"".join([*out, SSE_DONE])
+                yield LastEvents(b"".join([*out, SSE_DONE]))
             finally:
                 feed.stop()
 

@@ -50,25 +50,33 @@ class EventFeed(Generic[E, T]):
             if meter is not None:
                 meter.asking(endpoint)
 
+        # Set once the first piece is queued, or the end: waited on without a task of its own.
+        came: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
         def piece(event: E) -> None:
             if meter is not None:
                 meter.streamed(event)
             queue.put_nowait(event)
+            if not came.done():
+                came.set_result(None)
 
         work = asyncio.create_task(call(piece, asking))
 
         def finished(task: asyncio.Task[T]) -> None:
             queue.put_nowait(None)
+            if not came.done():
+                came.set_result(None)
             if not task.cancelled():
                 task.exception()  # read here too, in case the client left before the stream
 
         work.add_done_callback(finished)
         feed = cls(work, queue, serving)
         try:
-            feed.first = await cancel_on_disconnect(request, queue.get())
+            await cancel_on_disconnect(request, came)
         except BaseException:
             work.cancel()
             raise
+        feed.first = queue.get_nowait()
         feed.serving = asked[0]
         return feed
 

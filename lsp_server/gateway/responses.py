@@ -54,7 +54,7 @@ from lsp_server.gateway.openai_wire import GatewayError, parse_chat_body, parse_
 from lsp_server.gateway.plumbing import cancel_on_disconnect, read_body
 from lsp_server.gateway.responses_request import ResponsesRequest, parse_responses_body
 from lsp_server.gateway.responses_stream import ResponseStream
-from lsp_server.gateway.sse import event_stream, named_sse_event, named_sse_events
+from lsp_server.gateway.sse import LastEvents, event_stream, named_sse_event, named_sse_events
 from lsp_server.routing.sequential_route import Answered, EventSink
 
 # Fields of a Responses request that hold what a person or a tool wrote, beyond the
@@ -177,7 +177,8 @@ class Responses:
                 try:
                     routed = feed.work.result()
                 except RouteFailed as failed:
-                    yield named_sse_events(out + answer.fail(*responses_failure(failed)))
+                    out += answer.fail(*responses_failure(failed))
+                    yield LastEvents(named_sse_events(out))
                     return
                 answer.model = routed.endpoint
                 charge(meter, routed, chat)
@@ -185,7 +186,7 @@ class Responses:
                 ending = answer.complete(
                     usage["prompt_tokens"], usage["completion_tokens"], routed.finish_reason
                 )
-                yield named_sse_events(out + ending)
+                yield LastEvents(named_sse_events(out + ending))
             finally:
                 feed.stop()
 

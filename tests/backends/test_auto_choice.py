@@ -15,19 +15,31 @@ from lsp_server.backends.local.auto_choice import (
     Candidate,
     choose,
     fits,
-    predicted_keystroke_s,
     step_below,
 )
 from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.calibration import CalibrationCache, MachineKey, Speed
+from lsp_server.backends.local.completion_text import more_lines_seconds
+from lsp_server.backends.local.keystroke_cost import (
+    LINE_TOKENS,
+    MIN_READ_TOKENS,
+    READ_TOKENS,
+    first_keystroke_s,
+    warm_keystroke_s,
+)
 from lsp_server.backends.model_presets import GEMMA_3_270M, QWEN_CODER_0_5B, QWEN_CODER_1_5B
 from lsp_server.config.model import LocalConfig
 
 pytestmark = pytest.mark.unit
 
-FAST = Speed(prompt_tps=150.0, generation_tps=40.0)  # 0.35 s a keystroke
-MIDDLING = Speed(prompt_tps=50.0, generation_tps=14.0)  # 1.02 s
-SLOW = Speed(prompt_tps=25.0, generation_tps=8.0)  # 1.82 s
+# A warm keystroke, and a document's first one.
+FAST = Speed(prompt_tps=150.0, generation_tps=40.0)  # 0.78 s (the line time), 0.49 s
+MIDDLING = Speed(prompt_tps=120.0, generation_tps=16.0)  # 0.81 s, 0.95 s
+SLOW = Speed(prompt_tps=25.0, generation_tps=8.0)  # 1.38 s, 2.66 s
+# The 1.5B and the 0.5B calibrated on the bench machine (one thread, quiet): the 1.5B's warm
+# keystroke fits 1500 ms, its first one does not.
+LARGE_ON_ONE_CORE = Speed(prompt_tps=32.6, generation_tps=11.6)
+SMALL_ON_ONE_CORE = Speed(prompt_tps=69.5, generation_tps=24.3)
 
 
 def everything_installed(
@@ -40,14 +52,39 @@ def everything_installed(
     ]
 
 
-def test_the_prediction_is_a_keystrokes_prompt_and_a_line() -> None:
-    assert predicted_keystroke_s(MIDDLING) == pytest.approx(8 / 50 + 12 / 14)
-    assert fits(MIDDLING, 1500) and not fits(SLOW, 1500) and fits(SLOW, 2500)
+def test_a_warm_keystroke_is_the_typed_token_and_a_line_each_one_decode() -> None:
+    assert warm_keystroke_s(SLOW, 1500) == pytest.approx((READ_TOKENS + LINE_TOKENS) / 8)
+    # A read of a token or two is no batch: the prompt speed plays no part.
+    faster_reading = replace(SLOW, prompt_tps=SLOW.prompt_tps * 10)
+    assert warm_keystroke_s(faster_reading, 1500) == warm_keystroke_s(SLOW, 1500)
+    assert fits(MIDDLING, 1500) and not fits(SLOW, 1500) and fits(SLOW, 4000)
+
+
+def test_a_line_done_sooner_than_the_line_time_goes_on_until_then() -> None:
+    line_time_s = more_lines_seconds(1500)
+    assert warm_keystroke_s(FAST, 1500) == pytest.approx(READ_TOKENS / 40 + line_time_s)
+    # Twice as fast a machine: the same keystroke, for the line time bounds it.
+    twice = Speed(FAST.prompt_tps * 2, FAST.generation_tps * 2)
+    assert warm_keystroke_s(twice, 1500) == pytest.approx(READ_TOKENS / 80 + line_time_s)
+
+
+def test_a_first_keystroke_reads_the_least_a_cut_prompt_reads_then_writes_its_line() -> None:
+    assert first_keystroke_s(SLOW) == pytest.approx(
+        MIN_READ_TOKENS / 25 + (READ_TOKENS + LINE_TOKENS) / 8
+    )
+
+
+def test_a_preset_whose_first_keystroke_cannot_fit_is_not_chosen() -> None:
+    assert warm_keystroke_s(LARGE_ON_ONE_CORE, 1500) * 1000 <= 1500 * auto_choice.MARGIN
+    assert not fits(LARGE_ON_ONE_CORE, 1500)
+    found = everything_installed(FAST, SMALL_ON_ONE_CORE, LARGE_ON_ONE_CORE)
+    assert choose(found, 1500) == QWEN_CODER_0_5B
+    assert choose(found, 3000) == QWEN_CODER_1_5B
 
 
 def test_the_best_preset_that_fits_is_chosen() -> None:
     assert choose(everything_installed(FAST, MIDDLING, SLOW), 1500) == QWEN_CODER_0_5B
-    assert choose(everything_installed(FAST, MIDDLING, SLOW), 3000) == QWEN_CODER_1_5B
+    assert choose(everything_installed(FAST, MIDDLING, SLOW), 4000) == QWEN_CODER_1_5B
     assert choose(everything_installed(FAST, SLOW, SLOW), 1500) == GEMMA_3_270M
 
 

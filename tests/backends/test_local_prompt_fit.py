@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.backends.local.pace import MIN_AFFORDABLE_TOKENS, Pace
+from lsp_server.backends.local.keystroke_cost import MIN_READ_TOKENS
+from lsp_server.backends.local.pace import Pace
 from lsp_server.backends.local.prompt_fit import FimTokens, fit_prompt
 
 pytestmark = pytest.mark.unit
@@ -113,4 +114,4 @@ def test_the_pace_knows_no_limit_until_it_has_measured_a_read() -> None:
     assert idle is not None and (pace.affordable_tokens(1500) or 0) < idle
     for _ in range(20):
         pace.read(1, 1.0)  # the machine got busy
-    assert pace.affordable_tokens(1500) == MIN_AFFORDABLE_TOKENS
+    assert pace.affordable_tokens(1500) == MIN_READ_TOKENS

@@ -255,7 +255,8 @@ def test_a_gateway_killed_mid_stream_gives_its_lease_back_within_the_lease_time(
                 headers=auth("ALICE_TOKEN"),
                 timeout=20,
             ) as streamed:
-                next(streamed.iter_lines())
+                lines = streamed.iter_lines()  # kept: a dropped iterator closes the stream
+                next(lines)
                 doomed.process.kill()  # SIGKILL: no settlement, no goodbye
                 doomed.process.wait()
             killed_at = time.monotonic()

@@ -1,12 +1,13 @@
 """`[local] model = "auto"`: the best preset this machine serves within the local deadline.
 
 The presets are ranked by their `bench_quality` figure (`ModelPreset.exact_lines`). A preset
-fits when its predicted warm keystroke, from its calibration (`calibration`), is within
-`MARGIN` of `local.deadline_ms`: the tokens a keystroke reads (the typed text after the prompt
-the KV cache holds) at prompt speed, plus a line's tokens at generation speed. The best
-installed preset that fits is chosen; before any is calibrated, the bundled default (or the
-smallest installed preset). `Adapter` steps down when the chosen model keeps missing its
-deadline (a busy machine) and back up once it has had room for a while.
+fits when its keystrokes, predicted from its calibration (`keystroke_cost`), are within
+`MARGIN` of `local.deadline_ms`: a warm one, and a document's first one, which reads at least a
+few dozen new prompt tokens (where only the warm one fits, the first keystroke in each document
+shows a fragment or nothing). The best installed preset that fits is chosen; before any is
+calibrated, the bundled default (or the smallest installed preset). `Adapter` steps down when
+the chosen model keeps missing its deadline (a busy machine) and back up once it has had room
+for a while.
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_server.backends.local.calibration import Speed
+from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
 from lsp_server.backends.model_presets import DEFAULT_PRESET, ModelPreset
 
-# What a warm keystroke costs: the prompt tokens it reads (the typed characters, the token the
-# prompt replays) and the tokens of a line it writes. bench/README.md compares the prediction
-# with bench_quality's warm keystrokes.
-KEYSTROKE_PROMPT_TOKENS = 8
-LINE_TOKENS = 12
-# A preset fits when its predicted warm keystroke takes at most this share of the deadline.
+# A preset fits when its predicted keystrokes take at most this share of the deadline: the
+# prediction is the median keystroke, and the 1.5B's slowest tenth (long lines) took 1.29x its
+# median (bench/README.md), so a preset predicted at 0.75 has that tenth within the deadline.
 MARGIN = 0.75
 
 # Adapting: this many misses in a row step down; back up after this long on the lower preset
@@ -34,12 +33,9 @@ ANSWERS_WITH_ROOM = 10
 ROOM = 0.4
 
 
-def predicted_keystroke_s(speed: Speed) -> float:
-    return KEYSTROKE_PROMPT_TOKENS / speed.prompt_tps + LINE_TOKENS / speed.generation_tps
-
-
 def fits(speed: Speed, deadline_ms: int) -> bool:
-    return predicted_keystroke_s(speed) * 1000 <= deadline_ms * MARGIN
+    keystroke_s = max(warm_keystroke_s(speed, deadline_ms), first_keystroke_s(speed))
+    return keystroke_s * 1000 <= deadline_ms * MARGIN
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,12 +27,12 @@ from lsp_server.backends.local.auto_choice import (
     Adapter,
     Candidate,
     choose,
-    predicted_keystroke_s,
     ranked,
     step_below,
 )
 from lsp_server.backends.local.calibration import Speed, measure
 from lsp_server.backends.local.calibration_drift import DriftWatch
+from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
 from lsp_server.backends.local.loading import open_model
 from lsp_server.backends.local.machine_fit import candidates, remember
 from lsp_server.backends.model_presets import ModelPreset
@@ -125,7 +125,7 @@ class AutoModel:
         if self._drift.observe(live) and not self._measure_again_why:
             drift = self._drift.drift
             self._measure_again_why = (
-                f"the live pace predicts a keystroke {max(drift, 1 / drift):.1f}x "
+                f"the live pace predicts a keystroke's line {max(drift, 1 / drift):.1f}x "
                 f"{'faster' if drift > 1 else 'slower'} than the kept calibration"
             )
             self._wake.set()
@@ -148,7 +148,12 @@ class AutoModel:
                     "prompt_tps": round(c.speed.prompt_tps, 1) if c.speed else None,
                     "generation_tps": round(c.speed.generation_tps, 1) if c.speed else None,
                     "predicted_keystroke_ms": (
-                        round(predicted_keystroke_s(c.speed) * 1000) if c.speed else None
+                        round(warm_keystroke_s(c.speed, self._config.deadline_ms) * 1000)
+                        if c.speed
+                        else None
+                    ),
+                    "predicted_first_keystroke_ms": (
+                        round(first_keystroke_s(c.speed) * 1000) if c.speed else None
                     ),
                     "fits": c.fits(self._config.deadline_ms),
                 }
@@ -198,8 +203,8 @@ class AutoModel:
                     log.info(
                         "local model %s: predicted keystroke %.0f ms, was %.0f ms",
                         preset.name,
-                        predicted_keystroke_s(speed) * 1000,
-                        predicted_keystroke_s(before) * 1000,
+                        warm_keystroke_s(speed, self._config.deadline_ms) * 1000,
+                        warm_keystroke_s(before, self._config.deadline_ms) * 1000,
                     )
         self.measured_again = {"at": time.time(), "why": why}
         self._drift.rebase(self.calibrated(self.serving) if self.serving else None)

@@ -4,8 +4,10 @@ again.
 A calibration is measured once and kept (`calibration`); one taken while a build ran keeps
 `model = "auto"` on a weaker preset on a quiet machine, and one taken on a quiet machine keeps
 a preset the machine can no longer serve. The live pace (`pace`), measured on every read and
-generation the serving model does anyway, is the evidence: when the warm keystroke it predicts
-and the one the calibration predicts differ by `FACTOR`, over at least `MIN_OBSERVATIONS`
+generation the serving model does anyway, is the evidence: when the keystroke's line it
+predicts (`keystroke_cost.line_s`, the part that follows the machine's speed; a fast model's
+keystroke is the line time whatever its speed) and the one the calibration predicts differ by
+`FACTOR`, over at least `MIN_OBSERVATIONS`
 requests since the last measurement, the presets are measured again. So is it when the
 adapter wants to step up and the kept figures would not let it. At most once every
 `MIN_INTERVAL_S`, so a machine whose load comes and goes never has its model measured over
@@ -17,8 +19,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from lsp_server.backends.local.auto_choice import predicted_keystroke_s
 from lsp_server.backends.local.calibration import Speed
+from lsp_server.backends.local.keystroke_cost import line_s
 
 # The live prediction and the kept one differ by this factor, either way: the machine is not
 # the one that was measured. The live pace runs a little below a bare measurement (sampling,
@@ -56,7 +58,7 @@ class DriftWatch:
         if self._kept is None:
             return False
         self._observations += 1
-        self.drift = predicted_keystroke_s(self._kept) / predicted_keystroke_s(live)
+        self.drift = line_s(self._kept) / line_s(live)
         disagrees = self.drift >= FACTOR or self.drift <= 1 / FACTOR
         return disagrees and self._observations >= MIN_OBSERVATIONS and self.may_measure()
 

@@ -14,16 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsp_server.backends.local.calibration import Speed
+from lsp_server.backends.local.keystroke_cost import LINE_TOKENS, MIN_READ_TOKENS
 
-# A line of suggestion, in tokens (as `auto_choice.LINE_TOKENS` predicts a keystroke).
-LINE_TOKENS = 12
 # The share of the deadline a keystroke plans to use: the rest absorbs noise and the request's
 # own way through the server.
 PLAN_SHARE = 0.75
 # At least this share of the deadline is left to reading, however slow the generation.
 MIN_READ_SHARE = 0.25
-# The fewest new tokens a keystroke plans to read: below it a suggestion has too little to go on.
-MIN_AFFORDABLE_TOKENS = 32
 # Weight of the newest measurement in the running figures.
 NEWEST_WEIGHT = 0.3
 
@@ -57,7 +54,7 @@ class Pace:
         deadline_s = deadline_ms / 1000
         writing_s = LINE_TOKENS / self.generation_tps if self.generation_tps else 0.0
         reading_s = max(deadline_s * PLAN_SHARE - writing_s, deadline_s * MIN_READ_SHARE)
-        return max(int(self.prompt_tps * reading_s), MIN_AFFORDABLE_TOKENS)
+        return max(int(self.prompt_tps * reading_s), MIN_READ_TOKENS)
 
 
 def _blend(previous: float | None, newest: float) -> float:
