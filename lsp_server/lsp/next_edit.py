@@ -108,7 +108,9 @@ def _wire_edit(document: Any, uri: str, version: int | None, edit: NextEdit) -> 
 
 
 def plain(value: Any) -> Any:
-    """pygls hands a method it has no type for its params as nested named tuples."""
+    """`value` as plain JSON: the server gets the params of this method as JSON (see
+    `protocol.json_params_converter`), but a pygls client, and a server on pygls' own converter,
+    read an object lsprotocol has no type for as nested named tuples."""
     if hasattr(value, "_asdict"):
         return {key: plain(item) for key, item in value._asdict().items()}
     if isinstance(value, Mapping):
