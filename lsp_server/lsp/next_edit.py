@@ -35,8 +35,8 @@ NO_EDITS: dict[str, Any] = {"edits": []}
 
 def register_next_edit(server: GatewayServer) -> None:
     @server.feature(COPILOT_INLINE_EDIT)
-    async def copilot_inline_edit(ls: GatewayServer, params: Any) -> dict[str, Any]:
-        request = plain(params)
+    async def copilot_inline_edit(ls: GatewayServer, request: Any) -> dict[str, Any]:
+        # The params as sent, plain JSON (`protocol.json_params_converter`).
         if not isinstance(request, Mapping):
             raise ValueError(f"{COPILOT_INLINE_EDIT} takes {{textDocument, position}}")
         identifier = request.get("textDocument")
@@ -49,7 +49,7 @@ def register_next_edit(server: GatewayServer) -> None:
 
     @server.feature(DID_SHOW_INLINE_EDIT)
     def did_show_inline_edit(ls: GatewayServer, params: Any) -> None:
-        edit_id = _edit_id(plain(params))
+        edit_id = _edit_id(params)
         if edit_id is not None and ls.has_engine:
             ls.engine.next_edits.shown(edit_id)
 
@@ -107,19 +107,6 @@ def _wire_edit(document: Any, uri: str, version: int | None, edit: NextEdit) -> 
     }
 
 
-def plain(value: Any) -> Any:
-    """`value` as plain JSON: the server gets the params of this method as JSON (see
-    `protocol.json_params_converter`), but a pygls client, and a server on pygls' own converter,
-    read an object lsprotocol has no type for as nested named tuples."""
-    if hasattr(value, "_asdict"):
-        return {key: plain(item) for key, item in value._asdict().items()}
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    return value
-
-
 def _position(value: Any) -> types.Position | None:
     if not isinstance(value, Mapping):
         return None
@@ -140,7 +127,7 @@ def _edit_id(params: Any) -> str | None:
 
 
 def _first_string(args: tuple[Any, ...]) -> str | None:
-    first = plain(args[0]) if args else None
+    first = args[0] if args else None
     if isinstance(first, Mapping):
         first = first.get("id")
     return first if isinstance(first, str) and len(first) <= 64 else None

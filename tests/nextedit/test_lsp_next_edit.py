@@ -9,13 +9,13 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from lsp_server.lsp.next_edit import plain
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import open_document, server_env, vscode_capabilities
 from tests.support.mercury_session import (
     SOURCE,
     mercury_session,
     next_edit,
+    plain,
     rename_in_signature,
     status,
 )

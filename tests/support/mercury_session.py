@@ -4,14 +4,13 @@ requests the next-edit tests send."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_server.lsp.next_edit import plain
 from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.lsp_session import lsp_session
 
@@ -78,3 +77,15 @@ async def next_edit(client: LanguageClient, uri: str, version: int, line: int, c
         },
     )
     return plain(result)
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain JSON: a pygls client reads an object lsprotocol has no type for (a next
+    edit's result, the server's experimental capabilities) as nested named tuples."""
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
