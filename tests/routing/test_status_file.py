@@ -11,7 +11,7 @@ import pytest
 
 from lsp_server.routing.router import Router
 from lsp_server.routing.status_file import StatusPublisher, read_running, status_dir
-from tests.routing.test_outcomes import COMPLETION, make_router
+from tests.support.stand_in import REQUEST, StandIn, stand_in_router
 
 pytestmark = pytest.mark.unit
 
@@ -29,11 +29,11 @@ def expected(router: Router) -> dict[str, object]:
 
 
 async def test_the_published_status_is_the_routers_and_changes_with_it() -> None:
-    router, _, _ = make_router("alpha", "beta")
+    router = stand_in_router([StandIn("alpha", []), StandIn("beta", [])])
     publisher = StatusPublisher(router.status, kind="gateway")
     try:
         for _ in range(3):
-            await router.inline(COMPLETION)
+            await router.inline(REQUEST)
         await publisher.publish()
         first, first_inode = published()
         assert first == expected(router)
@@ -43,7 +43,7 @@ async def test_the_published_status_is_the_routers_and_changes_with_it() -> None
         await publisher.publish()  # nothing changed: the file is not written again
         assert published() == (first, first_inode)
 
-        await router.inline(COMPLETION)
+        await router.inline(REQUEST)
         await publisher.publish()
         second, second_inode = published()
         assert second_inode != first_inode
@@ -57,7 +57,7 @@ async def test_the_published_status_is_the_routers_and_changes_with_it() -> None
 
 
 async def test_a_new_configuration_shows_in_the_status() -> None:
-    router, _, _ = make_router("alpha")
+    router = stand_in_router([StandIn("alpha", [])])
     try:
         before = router.status()["config"]
         assert router.status()["config"] is before  # the same configuration: made once
