@@ -35,9 +35,11 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import random
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
@@ -52,7 +54,9 @@ import httpx
 
 from bench.bench_gateway import process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
+from bench.team_upstream import SCRIPTED_HEADER
 from lsp_server import json_codec
+from lsp_server.backends.http_common import CancellationSafeTransport
 from lsp_server.event_loop import run_on_fastest_loop
 from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
@@ -102,6 +106,7 @@ class Sample:
     detail: str = ""
     prompt_tokens: int = 0  # as the upstream reported them in the answer's usage
     completion_tokens: int = 0
+    scripted_ms: float = math.nan  # the model's own script for it, where the model says
 
     @property
     def tokens(self) -> int:
@@ -187,6 +192,7 @@ async def stream(
                         sample.outcome = "limited"
                         sample.detail = response.headers.get("retry-after", "")
                     break
+                sample.scripted_ms = float(response.headers.get(SCRIPTED_HEADER, "nan"))
                 tail = b""
                 async for chunk in response.aiter_raw():
                     tail = (tail + chunk)[-4096:]
@@ -321,13 +327,12 @@ async def ci(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
 async def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
     """The whole load for `phase.seconds`, with `faults` (a share of the phase, a function)
     run at their time."""
-    limits = httpx.Limits(max_connections=1024, max_keepalive_connections=512)
-    timeout = httpx.Timeout(REQUEST_TIMEOUT_S, connect=5)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        tls = ssl.create_default_context()  # loaded once: it takes tens of milliseconds
+        loops = [editor(await own_client(stack, tls), phase, n) for n in range(phase.editors)]
+        loops += [agent(await own_client(stack, tls), phase, n) for n in range(phase.agents)]
+        loops += [ci(await own_client(stack, tls), phase, n) for n in range(CI_LOOPS)]
         phase.started = time.monotonic()
-        loops = [editor(client, phase, n) for n in range(phase.editors)]
-        loops += [agent(client, phase, n) for n in range(phase.agents)]
-        loops += [ci(client, phase, n) for n in range(CI_LOOPS)]
 
         async def fault(share: float, act: Any) -> None:
             await asyncio.sleep(share * phase.seconds)
@@ -342,6 +347,18 @@ async def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
         for task in done:
             if task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
+
+
+async def own_client(stack: contextlib.AsyncExitStack, tls: ssl.SSLContext) -> httpx.AsyncClient:
+    """One simulated client's own connections, as each editor and agent has in its own
+    process. One pool shared by all 250 would cost this process more than the model's whole
+    script: httpcore walks every connection of a pool (and, for each idle one, every
+    connection again) whenever a request joins or leaves it. The transport is the gateway's
+    own (asyncio streams, cancelled keystrokes' connections taken back)."""
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=4)
+    transport = CancellationSafeTransport(limits, tls)
+    timeout = httpx.Timeout(REQUEST_TIMEOUT_S, connect=5)
+    return await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=timeout))
 
 
 # --- the set-up ---------------------------------------------------------------------------
@@ -453,6 +470,17 @@ def added(phase: Phase, direct: Phase, kind: str, until: float) -> tuple[list[fl
     return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
 
 
+def over_the_script(phase: Phase, kind: str, until: float) -> list[float]:
+    """How much longer than the model's script each request of `kind` took: the time the
+    bench's own processes (the load, the model) kept it waiting for a core."""
+    cutoff = phase.started + until * phase.seconds
+    return [
+        s.ms - s.scripted_ms
+        for s in phase.samples
+        if s.kind == kind and s.outcome == "ok" and s.started < cutoff and s.scripted_ms >= 0
+    ]
+
+
 def cut_by_kill(phase: Phase, sample: Sample) -> bool:
     killed_at = phase.faults.get("kill")
     return (
@@ -520,7 +548,8 @@ def print_report(
         f"\n{direct.editors} editors typing in bursts, {direct.agents} agent sessions "
         f"(about 40 KB a turn, growing), {CI_LOOPS} CI loops; {direct.seconds:.0f} s a phase; "
         "latency (ms) before the first fault, its added part over the same request sent "
-        "straight; errors over the whole phase, but the streams the kill cut\n"
+        "straight (for the straight row: over the model's script, the bench's own queueing); "
+        "errors over the whole phase, but the streams the kill cut\n"
     )
     columns = [
         "target",
@@ -546,11 +575,9 @@ def print_report(
         for kind in ("keystroke", "agent"):
             latencies, differences = added(phase, direct, kind, phase.steady)
             cells.append(f"{quantile(latencies, 0.5):.1f} / {quantile(latencies, 0.99):.1f}")
-            cells.append(
-                ""
-                if phase is direct
-                else f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}"
-            )
+            if phase is direct:
+                differences = over_the_script(phase, kind, phase.steady)
+            cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
         errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
         cut = sum(s.outcome == "error" and cut_by_kill(phase, s) for s in phase.samples)
         restart = phase.faults.get("redis")

@@ -280,10 +280,26 @@ def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:
             endpoint, FailureKind.TIMEOUT, _TIMEOUT_MESSAGES.get(type(exc), "timed out")
         )
     if isinstance(exc, httpx.ConnectError | httpx.NetworkError):
-        return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+        message = _refused_certificate(exc) or _short(str(exc)) or type(exc).__name__
+        return BackendError(endpoint, FailureKind.NETWORK, message)
     if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):
         return BackendError(endpoint, FailureKind.PROTOCOL, _short(str(exc)) or "protocol error")
     return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+
+
+def _refused_certificate(exc: BaseException) -> str | None:
+    """Why the endpoint's TLS certificate was refused, in words, when that is what failed the
+    connection (ssl's own message names a C source line and no remedy)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = cause.verify_message or cause.reason or "not valid"
+            return (
+                f"the endpoint's TLS certificate was refused: {reason} (a private certificate "
+                "authority is trusted through SSL_CERT_FILE)"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 # An upstream's words for a conversation longer than its context (OpenAI, Anthropic, llama.cpp,
