@@ -18,7 +18,6 @@ from functools import cache
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
-import httpcore
 import httpx
 from httpx_sse import ServerSentEvent
 
@@ -29,6 +28,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from lsp_server import json_codec
 from lsp_server.backends.asyncio_network import AsyncioBackend
 from lsp_server.backends.base import BackendError, Usage
+from lsp_server.backends.connection_pool import LinearConnectionPool
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
 
@@ -155,8 +155,9 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext) -> None:
         super().__init__(http2=True, limits=limits, verify=ssl_context, trust_env=False)
-        # The pool httpx makes, on asyncio's own streams instead of anyio's (`asyncio_network`).
-        self._pool = httpcore.AsyncConnectionPool(
+        # The pool httpx makes, on asyncio's own streams instead of anyio's (`asyncio_network`),
+        # its bookkeeping linear in the connections open (`connection_pool`).
+        self._pool = LinearConnectionPool(
             ssl_context=ssl_context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
