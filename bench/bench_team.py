@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench.bench_gateway import process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
@@ -163,6 +164,8 @@ class Phase:
     agents: int = AGENTS
     ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
     processes: int = LOAD_PROCESSES
+    cores: dict[str, float] = field(default_factory=dict)  # CPU used, in cores, by role
+    cpu_at_start: float = 0.0  # a load process's CPU time when the phase started
 
     @property
     def ends(self) -> float:
@@ -334,35 +337,66 @@ async def ci(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
         await asyncio.sleep(pause)
 
 
-def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
+def run_load(
+    phase: Phase,
+    faults: list[tuple[float, Any]],
+    watched: dict[str, list[subprocess.Popen[bytes]]],
+) -> None:
     """The whole load for `phase.seconds`, its clients spread over `phase.processes` processes
     (each its own event loop, as a team's editors and agents are separate processes), with
-    `faults` (a share of the phase, a function) run here at their time."""
+    `faults` (a share of the phase, a function) run here at their time. The CPU the `watched`
+    processes use before the first fault, and the load processes' over the phase, is noted in
+    `phase.cores`."""
     phase.started = time.monotonic() + START_AFTER_S  # after every process made its clients
+    steady_end = min([share for share, _ in faults] + [1.0]) - 0.01
+    readings: list[tuple[float, dict[str, float]]] = []
+
+    def read() -> None:
+        readings.append((time.monotonic(), {r: cpu_seconds(p) for r, p in watched.items()}))
+
+    timed = [*faults, (0.0, read), (steady_end, read)]
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(phase.processes, mp_context=context) as workers:
         parts = [workers.submit(load_part, phase, part) for part in range(phase.processes)]
         timers = [
             threading.Timer(phase.started + share * phase.seconds - time.monotonic(), act)
-            for share, act in faults
+            for share, act in timed
         ]
         for timer in timers:
             timer.start()
         try:
+            load_cpu = 0.0
             for part in parts:
-                phase.samples += part.result()
+                samples, cpu = part.result()
+                phase.samples += samples
+                load_cpu += cpu
         finally:
             for timer in timers:
                 timer.cancel()
                 if timer.is_alive():
                     timer.join()
+    phase.cores["the load"] = load_cpu / phase.seconds
+    if len(readings) == 2:
+        (began, before), (ended, after) = readings
+        for role in watched:
+            phase.cores[role] = (after[role] - before[role]) / (ended - began)
 
 
-def load_part(phase: Phase, part: int) -> list[Sample]:
+def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
+    total = 0.0
+    for child in processes:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(child.pid).cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def load_part(phase: Phase, part: int) -> tuple[list[Sample], float]:
     """One process's share of the clients: every `phase.processes`-th editor, agent and CI
-    loop from `part` on. Its samples go back to the parent."""
+    loop from `part` on. Its samples go back to the parent, with the CPU it used from the
+    phase's start."""
     run_on_fastest_loop(client_loops(phase, part))
-    return phase.samples
+    return phase.samples, time.process_time() - phase.cpu_at_start
 
 
 async def client_loops(phase: Phase, part: int) -> None:
@@ -377,6 +411,7 @@ async def client_loops(phase: Phase, part: int) -> None:
         loops += [agent(client, phase, n) for n, client in await mine(phase.agents)]
         loops += [ci(client, phase, n) for n, client in await mine(CI_LOOPS)]
         await asyncio.sleep(max(0.0, phase.started - time.monotonic()))
+        phase.cpu_at_start = time.process_time()
         tasks = [asyncio.create_task(loop) for loop in loops]
         grace = phase.seconds + REQUEST_TIMEOUT_S + 10
         done, pending = await asyncio.wait(tasks, timeout=grace)
@@ -649,6 +684,13 @@ def print_report(
                 f"refused (429); admitted in flight at once after the kill: {after_kill} (limit "
                 f"{CI_LIMITS['max_concurrent']})"
             )
+    for phase in [direct, *phases]:
+        if phase.cores:
+            used = ", ".join(f"{role} {cores:.2f}" for role, cores in phase.cores.items())
+            print(
+                f"  {phase.name}: cores busy (the load over the phase, the rest before the "
+                f"first fault): {used}"
+            )
     print(
         "\ntargets: p99 added at most 5 ms, 0 errors, admitted within the limit in every "
         "window, budget overshoot 0; the machine's load average at the end: "
@@ -677,10 +719,12 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
-        stack.enter_context(process(upstream_args, f"{upstream}/models", workdir / "model.log"))
+        model = stack.enter_context(
+            process(upstream_args, f"{upstream}/models", workdir / "model.log")
+        )
         redis = stack.enter_context(RedisServer())
         direct = Phase("straight to the model", Targets([upstream]), tokens, args.seconds, **sizes)
-        run_load(direct, [])
+        run_load(direct, [], {"the model": [model]})
 
         with gateways(workdir, upstream, redis, with_limits) as children:
             team = Phase(
@@ -690,7 +734,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.seconds,
                 **sizes,
             )
-            run_load(team, faults(team, children, redis))
+            run_load(
+                team,
+                faults(team, children, redis),
+                {"the model": [model], "the gateways": children},
+            )
 
         peer = Phase(
             "LiteLLM proxy, 2 processes",
@@ -721,7 +769,11 @@ def main(argv: list[str] | None = None) -> int:
                         child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
                         children.append(child)
                         peer.targets.urls.append(child.url)  # type: ignore[attr-defined]
-                    run_load(peer, faults(peer, children, redis))
+                    run_load(
+                        peer,
+                        faults(peer, children, redis),
+                        {"the model": [model], "the proxies": children},
+                    )
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
     print_report([team, peer], direct, missing, with_limits)
