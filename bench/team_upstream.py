@@ -13,19 +13,15 @@ Run as `python -m bench.team_upstream PORT`.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import re
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import orjson
 import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from lsp_server.event_loop import run_on_fastest_loop
 
@@ -36,7 +32,13 @@ CHUNK_GAP = (0.006, 0.3)
 KEYSTROKE_CHUNKS = 8
 AGENT_TEXT_CHUNKS = 24
 TOOL_CALL_SHARE = 0.85  # of agent turns offering tools that call one (the rest answer in words)
+SCRIPTED_HEADER = "x-scripted-ms"  # the answer's own time as scripted: first token to [DONE]
 _SEQ = re.compile(rb"seq:(\d+)")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 def draws(body: bytes) -> random.Random:
@@ -53,8 +55,8 @@ def lognormal(rng: random.Random, median_sigma: tuple[float, float]) -> float:
 
 
 def sse(payload: dict[str, Any] | str) -> bytes:
-    data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-    return f"data: {data}\n\n".encode()
+    data = payload.encode() if isinstance(payload, str) else orjson.dumps(payload)
+    return b"data: " + data + b"\n\n"
 
 
 def usage(prompt_bytes: int, completion_tokens: int) -> dict[str, int]:
@@ -71,19 +73,25 @@ def wants_usage(payload: dict[str, Any]) -> bool:
     return isinstance(options, dict) and options.get("include_usage") is True
 
 
-async def paced(
-    rng: random.Random, first: tuple[float, float], chunks: list[bytes]
-) -> AsyncIterator[bytes]:
-    await asyncio.sleep(lognormal(rng, first))
-    for index, chunk in enumerate(chunks):
-        if index:
-            await asyncio.sleep(lognormal(rng, CHUNK_GAP))
-        yield chunk
+class Script:
+    """An answer's pieces and the wait before each: the first token's, then a chunk's gap.
+    The usage chunk and `[DONE]` go out with the last piece, as OpenAI sends them, so the
+    script takes as long whether or not the client asked for usage."""
+
+    def __init__(self, rng: random.Random, first: tuple[float, float], pieces: list[bytes]):
+        self.pieces = pieces
+        self.waits = [lognormal(rng, first)] + [lognormal(rng, CHUNK_GAP) for _ in pieces[1:]]
+
+    def close_with(self, tail: list[bytes]) -> None:
+        self.pieces[-1] += b"".join(tail)
+
+    @property
+    def ms(self) -> float:
+        return sum(self.waits) * 1000
 
 
-async def completions(request: Request) -> Response:
-    body = await request.body()
-    payload = json.loads(body)
+def completion_script(body: bytes, payload: dict[str, Any]) -> tuple[Script, bytes]:
+    """A keystroke's streamed answer, and the non-streamed one."""
     rng = draws(body)
     words = [f" tok{rng.randrange(1000)}" for _ in range(KEYSTROKE_CHUNKS)]
 
@@ -98,23 +106,18 @@ async def completions(request: Request) -> Response:
 
     pieces = [sse(chunk(word)) for word in words[:-1]]
     pieces.append(sse(chunk(words[-1], "stop")))
+    script = Script(rng, KEYSTROKE_FIRST_TOKEN, pieces)
+    tail = [sse("[DONE]")]
     if wants_usage(payload):
-        pieces.append(
-            sse({"id": "cmpl-team", "choices": [], "usage": usage(len(body), len(words))})
-        )
-    pieces.append(sse("[DONE]"))
-    if not payload.get("stream"):
-        await asyncio.sleep(lognormal(rng, KEYSTROKE_FIRST_TOKEN))
-        answer = chunk("".join(words), "stop")
-        return JSONResponse({**answer, "usage": usage(len(body), len(words))})
-    return StreamingResponse(
-        paced(rng, KEYSTROKE_FIRST_TOKEN, pieces), media_type="text/event-stream"
-    )
+        answer_usage = usage(len(body), len(words))
+        tail.insert(0, sse({"id": "cmpl-team", "choices": [], "usage": answer_usage}))
+    script.close_with(tail)
+    whole = {**chunk("".join(words), "stop"), "usage": usage(len(body), len(words))}
+    return script, orjson.dumps(whole)
 
 
-async def chat(request: Request) -> Response:
-    body = await request.body()
-    payload = json.loads(body)
+def chat_script(body: bytes, payload: dict[str, Any]) -> Script:
+    """An agent turn's streamed answer: a tool call, or text."""
     rng = draws(body)
     calls_tool = bool(payload.get("tools")) and rng.random() < TOOL_CALL_SHARE
 
@@ -129,9 +132,9 @@ async def chat(request: Request) -> Response:
 
     pieces = [sse(chunk({"role": "assistant", "content": ""}))]
     if calls_tool:
-        arguments = json.dumps(
+        arguments = orjson.dumps(
             {"path": f"src/module_{rng.randrange(100)}.py", "line": rng.randrange(900)}
-        )
+        ).decode()
         call = {"index": 0, "id": f"call_{rng.randrange(10**9)}", "type": "function"}
         call["function"] = {"name": "read_file", "arguments": ""}
         pieces.append(sse(chunk({"tool_calls": [call]})))
@@ -145,39 +148,74 @@ async def chat(request: Request) -> Response:
         pieces.extend(sse(chunk({"content": word})) for word in words)
         pieces.append(sse(chunk({}, "stop")))
         completion_tokens = len(words)
+    script = Script(rng, AGENT_FIRST_TOKEN, pieces)
+    tail = [sse("[DONE]")]
     if wants_usage(payload):
-        pieces.append(
-            sse(
-                {"id": "chatcmpl-team", "choices": [], "usage": usage(len(body), completion_tokens)}
-            )
-        )
-    pieces.append(sse("[DONE]"))
-    return StreamingResponse(paced(rng, AGENT_FIRST_TOKEN, pieces), media_type="text/event-stream")
+        answer_usage = usage(len(body), completion_tokens)
+        tail.insert(0, sse({"id": "chatcmpl-team", "choices": [], "usage": answer_usage}))
+    script.close_with(tail)
+    return script
 
 
-async def models(request: Request) -> Response:
-    return JSONResponse({"object": "list", "data": [{"id": "team", "object": "model"}]})
+async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The three routes as a bare ASGI app: the model's own work per request is the JSON it
+    reads and the pieces it paces, with no framework between them and uvicorn."""
+    path = scope["path"]
+    if scope["method"] == "GET" and path == "/v1/models":
+        await _answer(send, 200, b"application/json", MODELS)
+        return
+    if scope["method"] != "POST" or path not in ("/v1/completions", "/v1/chat/completions"):
+        await _answer(send, 404, b"application/json", b'{"error":{"message":"not found"}}')
+        return
+    body = await _body(receive)
+    payload = orjson.loads(body)
+    if path == "/v1/completions":
+        script, whole = completion_script(body, payload)
+        if not payload.get("stream"):
+            await asyncio.sleep(script.waits[0])
+            await _answer(send, 200, b"application/json", whole)
+            return
+    else:
+        script = chat_script(body, payload)
+    headers = [
+        (b"content-type", b"text/event-stream"),
+        (SCRIPTED_HEADER.encode(), f"{script.ms:.3f}".encode()),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    for wait, piece in zip(script.waits, script.pieces, strict=True):
+        await asyncio.sleep(wait)
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def app() -> Starlette:
-    return Starlette(
-        routes=[
-            Route("/v1/completions", completions, methods=["POST"]),
-            Route("/v1/chat/completions", chat, methods=["POST"]),
-            Route("/v1/models", models),
-        ]
-    )
+MODELS = orjson.dumps({"object": "list", "data": [{"id": "team", "object": "model"}]})
+
+
+async def _body(receive: Receive) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def _answer(send: Send, status: int, media_type: bytes, body: bytes) -> None:
+    headers = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def main(argv: list[str]) -> None:
     config = uvicorn.Config(
-        app(),
+        app,
         host="127.0.0.1",
         port=int(argv[0]),
         log_level="warning",
         access_log=False,
         lifespan="off",
         backlog=2048,
+        http="httptools",
     )
     run_on_fastest_loop(uvicorn.Server(config).serve())
 

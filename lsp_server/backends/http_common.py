@@ -15,10 +15,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import cache
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
-import httpcore
 import httpx
 from httpx_sse import ServerSentEvent
 
@@ -29,6 +27,7 @@ from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 from lsp_server import json_codec
 from lsp_server.backends.asyncio_network import AsyncioBackend
 from lsp_server.backends.base import BackendError, Usage
+from lsp_server.backends.connection_pool import LinearConnectionPool
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
 
@@ -86,17 +85,31 @@ def make_client(base_url: str, timeout_s: float) -> httpx.AsyncClient:
 
     Bodies are asked for uncompressed: completions are small, and inflating costs the event
     loop time that belongs to keystrokes (a server that compresses anyway: `body_chunks`).
-    Cookies an endpoint sets are never kept: the gateway shares one client among all its
-    clients, and a cookie from one client's answer must not ride on another's request.
+    Cookies an endpoint sets are never kept (`_NoCookies`).
     """
-    return httpx.AsyncClient(
+    return _UpstreamClient(
         base_url=base_url.rstrip("/") + "/",
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 3.0)),
         transport=_transport(),
         headers={"Accept-Encoding": "identity"},
-        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         trust_env=False,
     )
+
+
+class _NoCookies(httpx.Cookies):
+    """A cookie jar that no answer's `Set-Cookie` reaches: the gateway shares one client among
+    all its clients, and a cookie from one client's answer must not ride on another's request.
+    Nothing is read from an answer either: httpx would wrap every response and its request in
+    urllib's types to find cookies to refuse (a tenth of a millisecond of an agent's turn)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _UpstreamClient(httpx.AsyncClient):
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._cookies = _NoCookies()
 
 
 class EndpointUrls:
@@ -155,8 +168,9 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self, limits: httpx.Limits, ssl_context: ssl.SSLContext) -> None:
         super().__init__(http2=True, limits=limits, verify=ssl_context, trust_env=False)
-        # The pool httpx makes, on asyncio's own streams instead of anyio's (`asyncio_network`).
-        self._pool = httpcore.AsyncConnectionPool(
+        # The pool httpx makes, on asyncio's own streams instead of anyio's (`asyncio_network`),
+        # its bookkeeping linear in the connections open (`connection_pool`).
+        self._pool = LinearConnectionPool(
             ssl_context=ssl_context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
@@ -280,10 +294,26 @@ def transport_error(endpoint: str, exc: httpx.HTTPError) -> BackendError:
             endpoint, FailureKind.TIMEOUT, _TIMEOUT_MESSAGES.get(type(exc), "timed out")
         )
     if isinstance(exc, httpx.ConnectError | httpx.NetworkError):
-        return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+        message = _refused_certificate(exc) or _short(str(exc)) or type(exc).__name__
+        return BackendError(endpoint, FailureKind.NETWORK, message)
     if isinstance(exc, httpx.RemoteProtocolError | httpx.DecodingError):
         return BackendError(endpoint, FailureKind.PROTOCOL, _short(str(exc)) or "protocol error")
     return BackendError(endpoint, FailureKind.NETWORK, _short(str(exc)) or type(exc).__name__)
+
+
+def _refused_certificate(exc: BaseException) -> str | None:
+    """Why the endpoint's TLS certificate was refused, in words, when that is what failed the
+    connection (ssl's own message names a C source line and no remedy)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = cause.verify_message or cause.reason or "not valid"
+            return (
+                f"the endpoint's TLS certificate was refused: {reason} (a private certificate "
+                "authority is trusted through SSL_CERT_FILE)"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 # An upstream's words for a conversation longer than its context (OpenAI, Anthropic, llama.cpp,

@@ -133,28 +133,40 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.registry.register(_Breakers(endpoint_health))
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     def observe(self, meter: Meter) -> None:
         """A metered request is over."""
         endpoint = meter.endpoint or "none"
         task_class = meter.demand.task_class
-        self.requests.labels(endpoint, task_class, outcome_of(meter.status)).inc()
+        child = self._child
+        child(self.requests, endpoint, task_class, outcome_of(meter.status)).inc()
         refused = meter.admission.refused
         if refused is not None:
-            self.limited.labels(meter.client, refused.value).inc()
+            child(self.limited, meter.client, refused.value).inc()
             return
         operation = meter.operation
         elapsed = meter.finished_s()
-        self.duration.labels(operation, endpoint, task_class).observe(elapsed)
+        child(self.duration, operation, endpoint, task_class).observe(elapsed)
         if meter.first_piece_s is not None:
-            self.first_token.labels(operation, endpoint, task_class).observe(meter.first_piece_s)
+            child(self.first_token, operation, endpoint, task_class).observe(meter.first_piece_s)
         spent = meter.spent
         if spent is None or not (spent.input_tokens or spent.output_tokens):
             return
         for kind, count in (("input", spent.input_tokens), ("output", spent.output_tokens)):
-            self.token_usage.labels(operation, kind, endpoint).observe(count)
-            self.tokens.labels(meter.client, kind).inc(count)
-        self.spend.labels(meter.client).inc(meter.cost_micros / 1_000_000)
+            child(self.token_usage, operation, kind, endpoint).observe(count)
+            child(self.tokens, meter.client, kind).inc(count)
+        child(self.spend, meter.client).inc(meter.cost_micros / 1_000_000)
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, kept: prometheus_client checks the values and takes a lock
+        on every call, several microseconds each, seven a request. The label values are
+        bounded (endpoints, task classes, outcomes, configured clients), and so is this."""
+        key = (metric, values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
 
     def observe_redis(self, call: str, seconds: float) -> None:
         self.redis.labels(call).observe(seconds)

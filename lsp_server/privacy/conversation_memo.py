@@ -64,8 +64,9 @@ class ConversationMemo:
         if MULTI_LINE_MARKER in apart or MULTI_LINE_MARKER in together:
             judged = 0
         old = texts[:judged]
-        kind = _new_secret_kind(apart, len("\n".join(old)) if old else 0) or _new_secret_kind(
-            together, sum(map(len, old))
+        old_chars = sum(map(len, old))
+        kind = _new_secret_kind(apart, old_chars + len(old) - 1 if old else 0) or _new_secret_kind(
+            together, old_chars
         )
         if kind is None:
             # The conversation, and its first texts: what every session of an agent begins

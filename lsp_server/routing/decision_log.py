@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -39,7 +39,12 @@ class Decision:
     time: str = field(default_factory=now_iso)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """As `dataclasses.asdict` gives it, without its deep copy of each value (every field
+        is immutable): the status lists fifty of these every time it is read."""
+        return {name: getattr(self, name) for name in _DECISION_FIELDS}
+
+
+_DECISION_FIELDS = tuple(f.name for f in fields(Decision))
 
 
 def estimate_cost(price: Price, prompt_tokens: int, completion_tokens: int) -> float:

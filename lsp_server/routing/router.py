@@ -105,6 +105,7 @@ class Router:
     ) -> None:
         """`rng` draws the exploration samples (tests seed it, so a run can be repeated)."""
         self.config = config
+        self._config_seen = (config, config_to_dict(config))
         self.pool = EndpointPool(remote_factory, local_factory)
         self.pool.apply(config)
         self._stats_file = stats_file
@@ -591,7 +592,7 @@ class Router:
                 "next_edit": model.next_edit_supported if model is not None else None,
                 **(model.details() if model is not None else {}),
             },
-            "config": config_to_dict(self.config),
+            "config": self._config_view(),
             "inline_requests": self.budget.inline_requests,
             "edit_requests": self.outcomes.edit_budget.inline_requests,
             "hedged_edit_requests": self.outcomes.edit_budget.hedged_requests,
@@ -604,6 +605,15 @@ class Router:
             ],
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
+
+    def _config_view(self) -> dict[str, Any]:
+        """The configuration as the status shows it, made again only when the configuration
+        is replaced (it is a frozen value); read, never changed, by whoever reads the status."""
+        config, view = self._config_seen
+        if config is not self.config:
+            view = config_to_dict(self.config)
+            self._config_seen = (self.config, view)
+        return view
 
     def _edit_status(self, endpoint: Endpoint) -> dict[str, Any] | None:
         """Next-edit traffic of one endpoint: latency, and how often what it proposed was

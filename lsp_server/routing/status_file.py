@@ -3,6 +3,10 @@
 An LSP server over stdio has no other channel a second process could ask, so each server writes
 its status (the `gatewayLs.status` JSON) to a file named after its process id in the user state
 dir, every few seconds while it changes, and removes the file on exit.
+
+The status is read on the event loop (it is the router's live state), encoded with orjson and
+compared with what was written last; only a changed status is written, by a worker thread, so
+neither a slow disk nor the file system's calls hold up a request on the loop.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from typing import Any
 
 import platformdirs
 
+from lsp_server import json_codec
+
 PUBLISH_EVERY_S = 2.0
 
 
@@ -30,7 +36,7 @@ class StatusPublisher:
         self._kind = kind
         self._path = status_dir() / f"{os.getpid()}.json"
         self._task: asyncio.Task[None] | None = None
-        self._last = ""
+        self._last = b""
 
     def start(self) -> None:
         if self._task is None:
@@ -47,19 +53,26 @@ class StatusPublisher:
 
     async def _run(self) -> None:
         while True:
-            self.publish()
+            await self.publish()
             await asyncio.sleep(PUBLISH_EVERY_S)
 
-    def publish(self) -> None:
-        body = json.dumps({"pid": os.getpid(), "kind": self._kind, **self._snapshot()})
+    async def publish(self) -> None:
+        """Write the status when it differs from the one written last."""
+        body = json_codec.dumps({"pid": os.getpid(), "kind": self._kind, **self._snapshot()})
         if body == self._last:
             return
-        self._last = body
-        with contextlib.suppress(OSError):
+        if await asyncio.to_thread(self._write, body):
+            self._last = body
+
+    def _write(self, body: bytes) -> bool:
+        try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             temporary = self._path.with_suffix(".tmp")
-            temporary.write_text(body, encoding="utf-8")
+            temporary.write_bytes(body)
             temporary.replace(self._path)
+        except OSError:
+            return False
+        return True
 
 
 def read_running() -> list[dict[str, Any]]:

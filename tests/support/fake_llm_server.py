@@ -700,8 +700,12 @@ class FakeLLMServer:
         api_key: str | None = None,
         port: int = 0,
         access_log: bool = False,
+        certificate: Path | None = None,
     ) -> None:
+        """`certificate`: a PEM file with the server's key and certificate chain (as trustme
+        writes one): the server then speaks HTTPS only."""
         self.behaviour = behaviour or Behaviour()
+        self.certificate = certificate
         self.name = name
         self.api_key = api_key
         self.port = port
@@ -730,7 +734,8 @@ class FakeLLMServer:
 
     @property
     def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.certificate is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def provider_base_url(self, kind: str) -> str:
         """The base URL an endpoint of `kind` uses to reach this server's dialect of it."""
@@ -756,6 +761,7 @@ class FakeLLMServer:
             log_config=None,
             access_log=self._access_log,
             timeout_graceful_shutdown=2,
+            ssl_certfile=self.certificate,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

