@@ -641,17 +641,18 @@ class LocalBackend(LocalModel):
 
     def _run_edit(self, job: Job, call: EditCall) -> None:
         """A next edit: the chat answer, greedy, with its copy of the region drafted from the
-        prompt (`copy_decoding`) where the prompt is the model's own template's."""
+        prompt (`copy_decoding`) where the prompt is the model's own template's and no stop
+        sequence is asked for (else through the chat completion, one token a decode)."""
         import llama_cpp
 
         llm = self._require_model()
-        prompt = own_template_prompt(llm, call.messages)
+        prompt = None if call.stop else own_template_prompt(llm, call.messages)
         if prompt is None:
             self._run_chat(job, call.as_chat())
             return
+        if len(prompt) >= llm.n_ctx():
+            raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
-        if len(prompt) + max_tokens > llm.n_ctx():
-            raise ValueError(f"the prompt's {len(prompt)} tokens leave no room for the answer")
         self._record_prompt(job, list(llm.eval_tokens), prompt)
         with PromptAbort(llm, job.stop):
             read_prompt(llm, prompt, job.stop, self._pace.read)

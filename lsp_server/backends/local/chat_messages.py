@@ -59,11 +59,11 @@ def own_template_prompt(llm: Llama, messages: Sequence[ChatMessage]) -> list[int
         return None
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    eos, bos = llm.token_eos(), llm.token_bos()
+    def text_of(token: int) -> str:
+        return "" if token == -1 else llm.detokenize([token], special=True).decode(errors="replace")
+
     formatter = Jinja2ChatFormatter(
-        template=template,
-        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
-        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        template=template, eos_token=text_of(llm.token_eos()), bos_token=text_of(llm.token_bos())
     )
     text = formatter(messages=chat_messages(messages, fold_system=False)).prompt  # type: ignore[arg-type]
     return llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
