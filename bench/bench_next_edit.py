@@ -59,13 +59,19 @@ from next_edit_set import Step, Task, tasks
 from lsp_server.backends.model_presets import DEFAULT_PRESET
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.history import HISTORY_MAX_EDITS
-from lsp_server.nextedit.region import REGION_LINES_AFTER, REGION_LINES_BEFORE, editable_region
+from lsp_server.nextedit.region import (
+    LOCAL_CONTEXT_LINES,
+    REGION_LINES_AFTER,
+    REGION_LINES_BEFORE,
+    editable_region,
+)
 from tests.support.busy_machine import one_core_busy
 
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 SHIPPED_REGION = f"{REGION_LINES_BEFORE}+{REGION_LINES_AFTER}"
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
 LAUNCHER = Path(__file__).resolve().parent / "next_edit_server.py"
+BASELINE = " (baseline)"  # the label's end for a condition read from an earlier run
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +80,12 @@ class Condition:
     before: int  # region lines above the cursor's
     after: int  # and below
     history: int  # edits kept
+    context: int = LOCAL_CONTEXT_LINES  # lines of the file shown either side of the region
 
     @property
     def label(self) -> str:
-        return f"{self.model} r{self.before}+{self.after} h{self.history}"
+        shown = "" if self.context == LOCAL_CONTEXT_LINES else f" c{self.context}"
+        return f"{self.model} r{self.before}+{self.after} h{self.history}{shown}"
 
 
 @dataclass(slots=True)
@@ -311,7 +319,12 @@ async def _server(
     def server_log(params: types.LogMessageParams) -> None:
         print(params.message, file=sys.stderr)
 
-    sizes = (str(condition.before), str(condition.after), str(condition.history))
+    sizes = (
+        str(condition.before),
+        str(condition.after),
+        str(condition.history),
+        str(condition.context),
+    )
     await client.start_io(
         sys.executable,
         str(LAUNCHER),
@@ -388,7 +401,7 @@ def print_reach(chosen: Sequence[Task]) -> None:
 
 def print_scores(results: dict[str, list[Outcome]]) -> None:
     header = (
-        f"{'condition':<36} {'n edit':>6} {'exact %':>8} {'edit sim':>8} {'edited %':>8} "
+        f"{'condition':<40} {'n edit':>6} {'exact %':>8} {'edit sim':>8} {'edited %':>8} "
         f"{'reach %':>8} {'n none':>6} {'false %':>8} {'cold p50':>9} {'cold p90':>9} "
         f"{'<=dl %':>7} {'warm p50':>9}"
     )
@@ -401,7 +414,7 @@ def print_scores(results: dict[str, list[Outcome]]) -> None:
         warm = [o.warm_ms for o in outcomes if o.warm_ms is not None]
         timed = label != "no edit"
         print(
-            f"{label:<36} {len(edits):>6} {_rate([o.exact for o in edits]):>8} "
+            f"{label:<40} {len(edits):>6} {_rate([o.exact for o in edits]):>8} "
             f"{_rate([o.similarity for o in edits]):>8} {_rate([o.edited for o in edits]):>8} "
             f"{_rate([o.reach for o in edits]):>8} {len(nones):>6} "
             f"{_rate([o.edited for o in nones]):>8} "
@@ -462,6 +475,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--history", default=str(HISTORY_MAX_EDITS), help="comma-separated bounds, in edits"
     )
+    parser.add_argument(
+        "--context",
+        default=str(LOCAL_CONTEXT_LINES),
+        help="comma-separated lines of the file the local model is shown around the region",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N edit and none tasks")
     parser.add_argument("--warm", type=int, default=12, help="ask the first N tasks twice")
     parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
@@ -469,6 +487,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
     parser.add_argument("--seed", type=int, default=0, help="of the bootstrap")
     parser.add_argument("--json", type=Path, help="also write every outcome here")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a condition's outcomes from an earlier run's --json (another commit's), "
+        "shown first and compared with the others on the tasks both ran",
+    )
     parser.add_argument("--verbose", action="store_true", help="one line per task on stderr")
     parser.add_argument("--server-log-level", default="warning")
     return parser.parse_args(argv)
@@ -480,7 +504,12 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
         for region in args.regions.split(","):
             before, _, after = region.partition("+")
             for history in args.history.split(","):
-                chosen.append(Condition(model.strip(), int(before), int(after), int(history)))
+                for context in args.context.split(","):
+                    chosen.append(
+                        Condition(
+                            model.strip(), int(before), int(after), int(history), int(context)
+                        )
+                    )
     return chosen
 
 
@@ -508,6 +537,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
         f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
     results: dict[str, list[Outcome]] = {"no edit": no_edit_outcomes(chosen, plan[0])}
+    if args.baseline:
+        results.update(baseline_outcomes(args.baseline, chosen))
     with ExitStack() as stack:
         if not args.no_busy:
             stack.enter_context(one_core_busy())
@@ -534,6 +565,22 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
     print_scores(results)
     print_comparisons(results, args.seed)
     return results
+
+
+def baseline_outcomes(path: Path, chosen: Sequence[Task]) -> dict[str, list[Outcome]]:
+    """The first model condition of an earlier run's --json, on the tasks chosen now, scored
+    again from what it proposed."""
+    saved = json.loads(path.read_text())
+    label, rows = next(
+        (k, v) for k, v in saved.items() if k != "no edit" and not k.endswith(BASELINE)
+    )
+    by_key = {(t.kind, t.key): t for t in chosen}
+    outcomes = [
+        Outcome(task, row["predicted"], row["cold_ms"], row["warm_ms"], row["reach"])
+        for row in rows
+        if (task := by_key.get((row["kind"], row["task"]))) is not None
+    ]
+    return {f"{label}{BASELINE}": outcomes}
 
 
 def save(args: argparse.Namespace, results: dict[str, list[Outcome]]) -> None:

@@ -2,7 +2,8 @@
 bench_next_edit.py can compare sizes the settings do not expose; everything else is the real
 server.
 
-    python bench/next_edit_server.py LINES_BEFORE LINES_AFTER HISTORY_EDITS serve --config ...
+    python bench/next_edit_server.py LINES_BEFORE LINES_AFTER HISTORY_EDITS CONTEXT_LINES \
+        serve --config ...
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lsp_server.cli.main import main
-from lsp_server.nextedit import history, region, service
+from lsp_server.nextedit import history, prompts, region, service
 
 
-def sized(lines_before: int, lines_after: int, history_edits: int) -> None:
+def sized(lines_before: int, lines_after: int, history_edits: int, context_lines: int) -> None:
     service.editable_region = functools.partial(  # type: ignore[assignment]
         region.editable_region, lines_before=lines_before, lines_after=lines_after
     )
     history.HISTORY_MAX_EDITS = history_edits
+    prompts.LOCAL_CONTEXT_LINES = context_lines  # the local model's view around the region
 
 
 if __name__ == "__main__":
-    before, after, edits, *rest = sys.argv[1:]
-    sized(int(before), int(after), int(edits))
+    before, after, edits, context, *rest = sys.argv[1:]
+    sized(int(before), int(after), int(edits), int(context))
     raise SystemExit(main(rest))

@@ -24,6 +24,7 @@ suggestion stops growing by lines once it has had its time.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import logging
 import math
@@ -40,6 +41,7 @@ from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
     CompletionRequest,
+    EditCall,
     Usage,
 )
 from lsp_server.backends.bundled_model import (
@@ -48,8 +50,13 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
+from lsp_server.backends.local import copy_decoding
 from lsp_server.backends.local.auto_model import AutoModel
-from lsp_server.backends.local.chat_messages import chat_messages, tool_chat_events
+from lsp_server.backends.local.chat_messages import (
+    chat_messages,
+    own_template_prompt,
+    tool_chat_events,
+)
 from lsp_server.backends.local.completion_text import (
     LeadingBlanks,
     LineTime,
@@ -106,6 +113,7 @@ class LocalBackend(LocalModel):
         self.generations = 0
         self.last_prompt_tokens = 0
         self.last_reused_tokens = 0
+        self.copying = copy_decoding.CopyStats()  # every next edit's decodes, all told
         self._last_activity = time.monotonic()
         self._idle_stops: set[threading.Event] = set()  # background work a request stops
         self._preset: ModelPreset | None = None
@@ -356,6 +364,17 @@ class LocalBackend(LocalModel):
     async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
         await self.ensure_loaded()
         async for text in self._stream(lambda job: self._run_chat(job, request), usage):
+            if isinstance(text, str):
+                yield text
+
+    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+        if call.prompt is not None:
+            return super().edit(call, usage)  # refused: the local model only chats
+        return self._edit(call, usage)
+
+    async def _edit(self, call: EditCall, usage: Usage | None) -> AsyncIterator[str]:
+        await self.ensure_loaded()
+        async for text in self._stream(lambda job: self._run_edit(job, call), usage):
             if isinstance(text, str):
                 yield text
 
@@ -619,6 +638,49 @@ class LocalBackend(LocalModel):
         )
         with prompt_abort:
             self._pump(job, chunks, lambda chunk: chunk["choices"][0]["delta"].get("content"))
+
+    def _run_edit(self, job: Job, call: EditCall) -> None:
+        """A next edit: the chat answer, greedy, with its copy of the region drafted from the
+        prompt (`copy_decoding`) where the prompt is the model's own template's and no stop
+        sequence is asked for (else through the chat completion, one token a decode)."""
+        import llama_cpp
+
+        llm = self._require_model()
+        prompt = None if call.stop else own_template_prompt(llm, call.messages)
+        if prompt is None:
+            self._run_chat(job, call.as_chat())
+            return
+        if len(prompt) >= llm.n_ctx():
+            raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
+        max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
+        self._record_prompt(job, list(llm.eval_tokens), prompt)
+        with PromptAbort(llm, job.stop):
+            read_prompt(llm, prompt, job.stop, self._pace.read)
+        if job.stop.is_set():
+            return
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        stats = copy_decoding.CopyStats()
+        for token in copy_decoding.generate(
+            llm,
+            prompt,
+            max_tokens=max_tokens,
+            stop=job.stop,
+            is_end=lambda token: bool(llama_cpp.llama_vocab_is_eog(vocab, token)),
+            stats=stats,
+        ):
+            self._count_tokens(job, job.completion_tokens + 1)
+            piece = text.decode(llm.detokenize([token]))
+            if piece:
+                job.send(piece)
+        self.copying.add(stats)
+        log.debug(
+            "local edit: %d tokens in %d decodes, %d of %d drafted kept",
+            stats.tokens,
+            stats.decodes,
+            stats.kept,
+            stats.drafted,
+        )
 
     def _run_tool_chat(self, job: Job, request: ChatRequest) -> None:
         """A chat offering tools, through llama-cpp-python's ChatML function calling."""

@@ -1,0 +1,177 @@
+"""The local model's next edit, written with drafts from its prompt against one token a decode,
+on the same requests in the same run; prints a table.
+
+    python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
+                                     [--rounds 1]
+
+Each request is a next edit as the server asks it of the local model (`edit_call`): the rename
+case of the real-editor tests (a parameter renamed in a signature, its use below), then the
+first `--limit` edit tasks of bench_next_edit.py, their history replayed into an `EditHistory`.
+Each is asked through `LocalBackend.chat` (llama-cpp-python's chat completion: greedy, one
+token a decode, the path before drafting) and through `LocalBackend.edit` (`copy_decoding`),
+alternately, with the KV cache emptied before each, so both read the whole prompt. Reported
+per path: the time to the first text (mostly the prompt's reading), the time after it (the
+writing), its milliseconds per token, the tokens per decode, and whether both wrote the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_next_edit import chosen_tasks
+from next_edit_set import Task
+
+from lsp_server.backends.base import EditCall, Usage
+from lsp_server.backends.local.backend import LocalBackend
+from lsp_server.config.model import LocalConfig
+from lsp_server.nextedit.history import EditHistory
+from lsp_server.nextedit.prompts import edit_call
+from lsp_server.nextedit.region import editable_region
+from lsp_server.nextedit.request import EditRequest
+
+RENAME_BEFORE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
+RENAME_AFTER = RENAME_BEFORE.replace("(value,", "(amount,")
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    text: str
+    first_s: float  # to the first text
+    rest_s: float  # after it
+    tokens: int
+    decodes: int | None  # None: one a token
+
+
+def request_of(key: str, opened: str, steps: list[tuple[int, str]], cursor: int) -> EditRequest:
+    """The request the service assembles after `steps` (each: the line changed, the text
+    after), with the cursor at offset `cursor` of the last text."""
+    clock = [0.0]
+    history = EditHistory(clock=lambda: clock[0])
+    uri = f"file:///ws/{key}"
+    history.opened(uri, opened)
+    for line, text in steps:
+        clock[0] += 10  # each step an edit of its own
+        history.changed(uri, key, text, line)
+    clock[0] += 10
+    text = steps[-1][1]
+    return EditRequest(
+        uri=uri,
+        path=key,
+        text=text,
+        cursor=cursor,
+        region=editable_region(text, cursor),
+        history=history.recent(),
+        language="python",
+    )
+
+
+def task_request(task: Task) -> EditRequest:
+    steps, text = [], task.opened
+    for step in task.history:
+        lines = text.split("\n")
+        lines[step.start : step.end] = step.new
+        text = "\n".join(lines)
+        steps.append((step.start, text))
+    line, column = task.cursor
+    cursor = sum(len(x) + 1 for x in text.split("\n")[:line]) + column
+    return request_of(task.path, task.opened, steps, cursor)
+
+
+def requests(limit: int) -> list[tuple[str, EditRequest]]:
+    rename = request_of("scale.py", RENAME_BEFORE, [(0, RENAME_AFTER)], len("def scale(amount"))
+    edits = [t for t in chosen_tasks(limit) if t.kind == "edit"]
+    return [("rename", rename)] + [(t.key.split("@")[1][:24], task_request(t)) for t in edits]
+
+
+async def timed(
+    backend: LocalBackend, ask: Callable[[Usage], AsyncIterator[str]], drafted: bool
+) -> Timing:
+    llm = backend._llm
+    assert llm is not None
+    llm.reset()  # both paths read the whole prompt
+    decodes_before = backend.copying.decodes
+    usage = Usage()
+    started = time.perf_counter()
+    first: float | None = None
+    pieces = []
+    async for piece in ask(usage):
+        if first is None:
+            first = time.perf_counter()
+        pieces.append(piece)
+    ended = time.perf_counter()
+    first = first if first is not None else ended
+    decodes = backend.copying.decodes - decodes_before if drafted else None
+    return Timing("".join(pieces), first - started, ended - first, usage.completion_tokens, decodes)
+
+
+def row(name: str, path: str, timing: Timing, same: bool) -> str:
+    per_token = 1000 * timing.rest_s / max(timing.tokens - 1, 1)
+    per_decode = timing.tokens / timing.decodes if timing.decodes else 1.0
+    return (
+        f"{name:<26} {path:<8} {timing.first_s:>8.2f} {timing.rest_s:>8.2f} "
+        f"{timing.first_s + timing.rest_s:>8.2f} {timing.tokens:>7} {per_token:>9.0f} "
+        f"{per_decode:>9.1f} {'yes' if same else 'NO':>5}"
+    )
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    config = LocalConfig(model=args.model, n_threads=args.threads, deadline_ms=600_000)
+    backend = LocalBackend(config)
+    await backend.ensure_loaded()
+    print(
+        f"{args.model}, n_threads {args.threads}; load average before "
+        f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+    )
+    header = (
+        f"{'request':<26} {'path':<8} {'first s':>8} {'after s':>8} {'total s':>8} "
+        f"{'tokens':>7} {'ms/token':>9} {'tok/dec':>9} {'same':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    totals: dict[str, list[float]] = {"chat": [], "drafted": []}
+    writing: dict[str, list[float]] = {"chat": [], "drafted": []}
+    for name, request in requests(args.limit):
+        call: EditCall = edit_call(request, None)
+        for _ in range(args.rounds):
+            chat = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
+            drafted = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+            same = chat.text == drafted.text
+            for path, timing in (("chat", chat), ("drafted", drafted)):
+                print(row(name, path, timing, same), flush=True)
+                totals[path].append(timing.first_s + timing.rest_s)
+                writing[path].append(timing.rest_s)
+    await backend.aclose()
+    print(f"load average after {os.getloadavg()[0]:.2f}")
+    for path in ("chat", "drafted"):
+        print(
+            f"{path}: total p50 {statistics.median(totals[path]):.2f} s, "
+            f"writing p50 {statistics.median(writing[path]):.2f} s"
+        )
+    ratio = statistics.median(
+        w / c for w, c in zip(writing["drafted"], writing["chat"], strict=True)
+    )
+    print(f"writing, drafted over chat, median of the per-request ratios: {ratio:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="qwen2.5-coder-0.5b")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=6, help="bench_next_edit's first N edits")
+    parser.add_argument("--rounds", type=int, default=1, help="each request this many times")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Drafting a next edit's tokens from its prompt: the draft follows the copy under way, finds
+it again after the model's own tokens, ahead of the last place copied from first. (With the
+real model, that the drafted answer is the greedy one: test_local_backend.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from lsp_server.backends.base import ChatMessage, EditCall, Usage
+from lsp_server.backends.local.backend import LocalBackend
+from lsp_server.backends.local.copy_decoding import PromptLookup
+from lsp_server.backends.model_presets import QWEN_CODER_0_5B
+from lsp_server.config.model import LocalConfig
+from tests.support.real_tools import require_preset
+
+# A prompt as token ids: an instruction (1, 2), then a region (10 ... 17) that holds the run
+# (12, 13) twice, then a closing (3).
+PROMPT = [1, 2, 10, 11, 12, 13, 14, 15, 12, 13, 16, 17, 3]
+
+
+def test_nothing_is_drafted_before_a_run_of_the_prompt_is_written() -> None:
+    lookup = PromptLookup(PROMPT)
+    lookup.wrote([10])
+    assert lookup.draft(4) == []  # one token is too little to say where the copy is
+
+
+def test_the_draft_continues_the_copy_under_way() -> None:
+    lookup = PromptLookup(PROMPT)
+    written = [10, 11]
+    lookup.wrote(written)
+    assert lookup.draft(3) == [12, 13, 14]
+    for token in (12, 13, 14):
+        written.append(token)
+        lookup.wrote(written)
+    assert lookup.draft(3) == [15, 12, 13]
+
+
+def test_after_a_token_of_its_own_the_copy_is_found_again_ahead_of_the_last() -> None:
+    lookup = PromptLookup(PROMPT)
+    written = [10, 11, 12, 13, 14, 15]
+    for end in range(2, len(written) + 1):
+        lookup.wrote(written[:end])
+    written += [99, 12, 13]  # an edit, then the region again
+    for end in range(len(written) - 2, len(written) + 1):
+        lookup.wrote(written[:end])
+    # (12, 13) is in the region twice: the copy resumes at the one after the last copied.
+    assert lookup.draft(2) == [16, 17]
+
+
+def test_a_run_found_only_behind_the_last_copy_is_taken_from_its_last_place() -> None:
+    lookup = PromptLookup(PROMPT)
+    written = [14, 15, 12, 13, 16]
+    for end in range(2, len(written) + 1):
+        lookup.wrote(written[:end])
+    written += [10, 11]
+    lookup.wrote(written)
+    assert lookup.draft(2) == [12, 13]
+
+
+def test_a_draft_stops_at_the_prompts_end() -> None:
+    lookup = PromptLookup(PROMPT)
+    lookup.wrote([16, 17])
+    assert lookup.draft(5) == [3]
+
+
+# A next edit's call as the chat format asks it: a region to write out again, with a change.
+CODE = '''import math
+
+
+def area_of_circle(radius: float) -> float:
+    """The area of a circle of the given radius."""
+    return math.pi * radius**2
+
+
+def circumference(radius: float) -> float:
+    return 2 * math.pi * radius
+'''
+EDIT_CALL = EditCall(
+    "",
+    (
+        ChatMessage(
+            "system",
+            "Rewrite the code the user gives with one change: rename `radius` to `r`. Reply "
+            "with the whole code in one fenced code block.",
+        ),
+        ChatMessage("user", f"```python\n{CODE}```"),
+    ),
+    max_tokens=200,
+)
+
+
+@pytest.fixture(scope="module")
+def coder() -> Iterator[LocalBackend]:
+    """The smallest preset asked for next edits: its chat template is its own (the bundled
+    model has none, and answers through llama-cpp-python's chat completion)."""
+    require_preset(QWEN_CODER_0_5B)
+    backend = LocalBackend(
+        LocalConfig(model=QWEN_CODER_0_5B.name, n_threads=1, deadline_ms=600_000)
+    )
+    asyncio.run(backend.ensure_loaded())
+    yield backend
+    asyncio.run(backend.aclose())
+
+
+@pytest.mark.model
+async def test_a_next_edit_is_the_greedy_chat_answer_written_in_fewer_decodes(
+    coder: LocalBackend,
+) -> None:
+    chat = "".join([piece async for piece in coder.chat(EDIT_CALL.as_chat())])
+    usage = Usage()
+    edit = "".join([piece async for piece in coder.edit(EDIT_CALL, usage)])
+
+    assert edit == chat
+    assert edit.startswith("```python\n") and "def circumference(" in edit  # written out
+    assert coder.copying.tokens == usage.completion_tokens > 40
+    assert coder.copying.kept > 0
+    assert coder.copying.decodes < coder.copying.tokens / 2  # several tokens a decode
