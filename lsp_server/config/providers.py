@@ -49,7 +49,7 @@ PRESETS: dict[EndpointKind, ProviderPreset] = {
     # KV cache of the previous keystroke (`cache_prompt`); chat through its OpenAI API. No
     # context beyond the file unless the endpoint sets a budget: on `llama-server` with the
     # Qwen2.5-Coder 1.5B, `input_extra` did not help and made a document's first request cost
-    # 1.6 to 1.8 times as much (`bench/bench_quality.py --llama-server`, bench/README.md).
+    # 1.5 to 1.8 times as much (`bench/bench_quality.py --llama-server`, bench/README.md).
     "llamacpp": ProviderPreset(
         "http://127.0.0.1:8080", "/infill", "/v1/chat/completions", context_tokens=0
     ),
