@@ -66,7 +66,8 @@ def test_a_draft_stops_at_the_prompts_end() -> None:
     assert lookup.draft(5) == [3]
 
 
-# A next edit's call as the chat format asks it: a region to write out again, with a change.
+# A next edit's call as the chat format asks it: a region to write out again. (A copy: where
+# the model weighs two tokens alike, decodes of other widths may tip it either way.)
 CODE = '''import math
 
 
@@ -83,8 +84,7 @@ EDIT_CALL = EditCall(
     (
         ChatMessage(
             "system",
-            "Rewrite the code the user gives with one change: rename `radius` to `r`. Reply "
-            "with the whole code in one fenced code block.",
+            "Reply with the code the user gives as it is, in one fenced code block.",
         ),
         ChatMessage("user", f"```python\n{CODE}```"),
     ),
