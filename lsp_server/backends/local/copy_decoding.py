@@ -2,14 +2,14 @@
 decode ("speculative edits", prompt lookup decoding).
 
 A next edit rewrites a region the prompt already holds, so most of the answer is a copy of
-it. Writing it a token per decode costs a full pass over the weights per token; a pass over
-several tokens costs little more on a CPU (reading a prompt is several times faster per token
-than writing). So the tokens that followed the same place in the prompt are drafted, and the
-last token written and the draft are decoded together, with logits at each of their positions
-(and nowhere else: the prompt is read as usual, with logits for its last token alone). The
-model's own greedy choice at each position keeps the draft up to the first token it would not
-have written, and that choice is the next token: the answer is the greedy answer, token for
-token, in fewer decodes.
+it. Written a token per decode, each token costs a pass over the weights; a pass over several
+tokens costs less per token (on one CPU core about half). So the tokens that followed the same
+place in the prompt are drafted, and the last token written and the draft are decoded
+together, with logits at each of their positions (and nowhere else: the prompt is read as
+usual, with logits for its last token alone). The model's own greedy choice at each position
+keeps the draft up to the first token it would not have written, and that choice is the next
+token: the answer is the greedy answer in fewer decodes (up to rounding: decodes of other
+widths round differently, which can tip a choice the model weighs evenly).
 
 The draft follows the copy: after a kept token it continues from where that token was found in
 the prompt; after a token of the model's own it is found again by the last few tokens written,
