@@ -40,7 +40,8 @@ $(PRESETS_STAMP): $(STAMP)
 
 # llama.cpp's own server, the `kind = "llamacpp"` upstream of the tests and bench_quality, built
 # from the llama.cpp that the installed llama-cpp-python vendors, into .tools/llama-server-VERSION/
-# (the server target alone: about 10 min on two cores; nothing to do once built at that version).
+# (the server target alone: 15 CPU minutes, about 8 min on two free cores; nothing to do once
+# built at that version).
 llama-server: setup
 	./scripts/build-llama-server.sh $(VENV)
 

@@ -3,7 +3,7 @@
     python bench/bench_quality.py [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
                                   [--full] [--seed 0] [--threads 1] [--no-busy]
     python bench/bench_quality.py --first 3 [--models auto] [--clients ours,stock]
-    python bench/bench_quality.py --llama-server --models qwen2.5-coder-1.5b --limit 18
+    python bench/bench_quality.py --llama-server --models qwen2.5-coder-1.5b [--skip N] --limit 18
 
 The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
 subset of lines that use a name imported from another module of their package, all from the
@@ -684,6 +684,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N tasks")
     parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N tasks (before --limit)"
+    )
+    parser.add_argument(
         "--window-chars",
         type=int,
         default=0,
@@ -736,7 +739,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]:
     size = FULL_SIZE if args.full else DEFAULT_SIZE
-    tasks = draw_tasks(args.seed, **size)
+    tasks = draw_tasks(args.seed, **size)[args.skip :]
     if args.limit:
         tasks = tasks[: args.limit]
     contexts = [c.strip() == "on" for c in args.context.split(",") if c.strip()]

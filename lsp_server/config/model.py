@@ -164,7 +164,9 @@ class EndpointConfig:
     edit_format: EditFormat = ""
     edit_path: str = ""
     max_tokens: int = 64  # inline suggestions and refactor answers
-    context_tokens: int = 1024  # context beyond the file in this endpoint's inline prompts
+    # Context beyond the file in this endpoint's inline prompts; a file that sets none gets
+    # its kind's (config/providers.py: 1024, `llamacpp` 0).
+    context_tokens: int = 1024
     # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).
     chat_max_tokens: int = 8192
     timeout_ms: int = 2000

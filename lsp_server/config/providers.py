@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from lsp_server.config.model import EditFormat, EndpointConfig, EndpointKind
 
+# Context beyond the file in an endpoint's inline prompts, in tokens, where it sets none.
+REMOTE_CONTEXT_TOKENS = 1024
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderPreset:
@@ -18,6 +21,7 @@ class ProviderPreset:
     chat_path: str
     api_key_env: str = ""
     fim: bool = True
+    context_tokens: int = REMOTE_CONTEXT_TOKENS
 
 
 PRESETS: dict[EndpointKind, ProviderPreset] = {
@@ -42,8 +46,13 @@ PRESETS: dict[EndpointKind, ProviderPreset] = {
         "https://api.deepseek.com", "/beta/completions", "/chat/completions", "DEEPSEEK_API_KEY"
     ),
     # llama.cpp's own server: `/infill` formats the model's FIM tokens itself and reuses the
-    # KV cache of the previous keystroke (`cache_prompt`); chat through its OpenAI API.
-    "llamacpp": ProviderPreset("http://127.0.0.1:8080", "/infill", "/v1/chat/completions"),
+    # KV cache of the previous keystroke (`cache_prompt`); chat through its OpenAI API. No
+    # context beyond the file unless the endpoint sets a budget: on `llama-server` with the
+    # Qwen2.5-Coder 1.5B, `input_extra` did not help and made a document's first request cost
+    # 1.6 to 1.8 times as much (`bench/bench_quality.py --llama-server`, bench/README.md).
+    "llamacpp": ProviderPreset(
+        "http://127.0.0.1:8080", "/infill", "/v1/chat/completions", context_tokens=0
+    ),
 }
 
 

@@ -6,7 +6,8 @@ Every problem is an `Invalid` carrying the dotted key path; the loader turns it 
 Defaults beyond the dataclasses come from the endpoint's kind (`config/providers.py`): its
 `base_url` and key variable may be omitted where the kind has one (`ollama`, `inception`,
 `mistral`, `deepseek`, `llamacpp`), `fim` follows the kind (`ollama`: false), and an `anthropic`
-endpoint refuses `fim = true` (Anthropic has no fill-in-the-middle API). `gateway.token_env`
+endpoint refuses `fim = true` (Anthropic has no fill-in-the-middle API), and `context_tokens`
+follows the kind (`llamacpp`: 0). `gateway.token_env`
 takes one variable name or an array of them. An endpoint without the `inline` role defaults to
 `max_tokens = 4096` (a refactor answer), others to 64.
 """
@@ -118,6 +119,7 @@ def _build_endpoint(raw: Mapping[str, Any], path: KeyPath) -> EndpointConfig:
     if preset.api_key_env:
         values.setdefault("api_key_env", preset.api_key_env)
     values.setdefault("fim", preset.fim)
+    values.setdefault("context_tokens", preset.context_tokens)
     roles = values.get("roles", ("inline",))
     if isinstance(roles, list | tuple) and "inline" not in roles:
         # A refactor answer is a whole rewritten selection, not a few keystrokes' worth.

@@ -36,6 +36,7 @@ class StatusPublisher:
         self._kind = kind
         self._path = status_dir() / f"{os.getpid()}.json"
         self._task: asyncio.Task[None] | None = None
+        self._writing: asyncio.Future[bool] | None = None
         self._last = b""
 
     def start(self) -> None:
@@ -48,6 +49,9 @@ class StatusPublisher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._writing is not None:  # a write under way would bring the file back
+            with contextlib.suppress(Exception):
+                await self._writing
         with contextlib.suppress(OSError):
             self._path.unlink()
 
@@ -61,7 +65,8 @@ class StatusPublisher:
         body = json_codec.dumps({"pid": os.getpid(), "kind": self._kind, **self._snapshot()})
         if body == self._last:
             return
-        if await asyncio.to_thread(self._write, body):
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write, body))
+        if await asyncio.shield(self._writing):
             self._last = body
 
     def _write(self, body: bytes) -> bool:

@@ -86,7 +86,7 @@ async def test_each_endpoint_keeps_what_fits_its_own_budget(server: FakeLLMServe
 
 
 async def test_llamacpp_infill_gets_input_extra(server: FakeLLMServer) -> None:
-    sent = await ask(server, "llamacpp")
+    sent = await ask(server, "llamacpp", "context_tokens = 1024\n")
     assert sent["input_extra"] == [
         {"filename": "shop/widgets.py", "text": DEFINITION.text},
         {"filename": "shop/billing.py", "text": OTHER_FILE.text},

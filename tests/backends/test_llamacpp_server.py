@@ -123,8 +123,10 @@ async def test_inline_suggestion_over_lsp_is_asked_at_infill(
 
 async def test_open_files_reach_the_model_as_input_extra(tmp_path: Path, llama_server: str) -> None:
     """Context beyond the file (a definition the file imports from an open tab) goes in
-    `input_extra`, which llama.cpp writes in the model's repository-level format."""
-    config = GENEROUS + LOCAL_OFF + llama_endpoint(llama_server, '["inline"]')
+    `input_extra`, which llama.cpp writes in the model's repository-level format, where the
+    endpoint gives it a budget (the kind's own is 0)."""
+    budget = "context_tokens = 1024\n"
+    config = GENEROUS + LOCAL_OFF + llama_endpoint(llama_server, '["inline"]', extra=budget)
     geometry = "def area_of_circle(radius):\n    return 3.14159 * radius * radius\n"
     main = "from geometry import area_of_circle\n\nprint(area_of_circle(\n"
     async with lsp_session(tmp_path, config_text=config) as client:

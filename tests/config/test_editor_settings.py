@@ -179,6 +179,10 @@ def test_context_budgets_are_checked() -> None:
     parsed = parse_config_text(endpoint + "context_tokens = 2048\n", file="config.toml")
     assert parsed.endpoints[0].context_tokens == 2048
     assert parse_config_text(endpoint, file="c.toml").endpoints[0].context_tokens == 1024
+    llama = endpoint.replace('"openai"', '"llamacpp"')
+    assert parse_config_text(llama, file="c.toml").endpoints[0].context_tokens == 0
+    with_budget = parse_config_text(llama + "context_tokens = 512\n", file="c.toml")
+    assert with_budget.endpoints[0].context_tokens == 512
     assert Config().local.context_tokens is None and Config().routing.context is True
     with pytest.raises(ConfigError) as caught:
         parse_config_text("[local]\ncontext_tokens = -1\n", file="config.toml")

@@ -3,9 +3,12 @@ again when it changes and only then, and removed on exit."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
+import threading
+import time
 
 import pytest
 
@@ -67,3 +70,26 @@ async def test_a_new_configuration_shows_in_the_status() -> None:
         assert router.status()["config"]["routing"]["inline_deadline_ms"] == 777
     finally:
         await router.aclose()
+
+
+async def test_a_write_under_way_when_the_server_stops_leaves_no_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    router = stand_in_router([StandIn("alpha", [])])
+    publisher = StatusPublisher(router.status, kind="gateway")
+    write = publisher._write
+    started = threading.Event()
+
+    def slow_write(body: bytes) -> bool:  # a slow disk: the write ends after stop() began
+        started.set()
+        time.sleep(0.3)
+        return write(body)
+
+    monkeypatch.setattr(publisher, "_write", slow_write)
+    try:
+        publisher.start()
+        await asyncio.to_thread(started.wait, 5)
+    finally:
+        await publisher.stop()
+        await router.aclose()
+    assert not (status_dir() / f"{os.getpid()}.json").exists()
