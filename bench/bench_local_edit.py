@@ -12,6 +12,9 @@ token a decode, the path before drafting) and through `LocalBackend.edit` (`copy
 alternately, with the KV cache emptied before each, so both read the whole prompt. Reported
 per path: the time to the first text (mostly the prompt's reading), the time after it (the
 writing), its milliseconds per token, the tokens per decode, and whether both wrote the same.
+First, what one decode of n tokens costs after a 300-token prompt, with logits at every
+position (as a drafted decode asks) and at the last only (as a prompt is read): what a draft
+must save to pay.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from next_edit_set import Task
 
 from lsp_server.backends.base import EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
+from lsp_server.backends.local.copy_decoding import _fill
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call
@@ -115,6 +119,39 @@ async def timed(
     return Timing("".join(pieces), first - started, ended - first, usage.completion_tokens, decodes)
 
 
+def print_decode_costs(backend: LocalBackend) -> None:
+    import llama_cpp
+    import numpy as np
+
+    llm = backend._llm
+    assert llm is not None
+    llm.reset()
+    prompt = llm.tokenize(Path(__file__).read_bytes())[:300]
+    llm.eval(prompt)
+    batch = llama_cpp.llama_batch_init(16, 0, 1)
+    print(f"{'decode of n tokens':<20} {'logits at each':>15} {'at the last':>12}")
+    for n in (1, 2, 4, 8, 13, 16):
+        cells = []
+        for every in (True, False):
+            times = []
+            for _ in range(5):
+                llm._ctx.kv_cache_seq_rm(0, len(prompt), -1)
+                _fill(batch, prompt[100 : 100 + n], len(prompt))
+                for index in range(n - 1):
+                    batch.logits[index] = every
+                started = time.perf_counter()
+                llama_cpp.llama_decode(llm.ctx, batch)
+                for index in range(n if every else 0):
+                    logits = llama_cpp.llama_get_logits_ith(llm.ctx, index)
+                    np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),)).argmax()
+                times.append(time.perf_counter() - started)
+            cells.append(f"{1000 * statistics.median(times):.0f} ms")
+        print(f"{n:<20} {cells[0]:>15} {cells[1]:>12}")
+    llama_cpp.llama_batch_free(batch)
+    llm.reset()
+    print()
+
+
 def row(name: str, path: str, timing: Timing, same: bool) -> str:
     per_token = 1000 * timing.rest_s / max(timing.tokens - 1, 1)
     per_decode = timing.tokens / timing.decodes if timing.decodes else 1.0
@@ -133,6 +170,7 @@ async def main_async(args: argparse.Namespace) -> None:
         f"{args.model}, n_threads {args.threads}; load average before "
         f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )
+    print_decode_costs(backend)
     header = (
         f"{'request':<26} {'path':<8} {'first s':>8} {'after s':>8} {'total s':>8} "
         f"{'tokens':>7} {'ms/token':>9} {'tok/dec':>9} {'same':>5}"

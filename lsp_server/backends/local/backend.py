@@ -105,6 +105,8 @@ class LocalBackend(LocalModel):
         self._fold_system_prompt = False
         self._chat_template = ""
         self._jobs: set[Job] = set()
+        # Next edits under way: a keystroke stops them (see `complete`).
+        self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
         self.prefills = 0
         self.tokens_read_ahead = 0
@@ -336,6 +338,10 @@ class LocalBackend(LocalModel):
         self, request: CompletionRequest, usage: Usage | None = None
     ) -> AsyncIterator[str]:
         await self.ensure_loaded()
+        for job in self._next_edits:
+            # A keystroke goes first: a next edit takes seconds on a CPU and the keystroke
+            # would queue behind it on the one worker. Stopped, its cut region is dropped.
+            job.stop.set()
         started = time.monotonic()
         first_text_s: float | None = None
         try:
@@ -374,7 +380,9 @@ class LocalBackend(LocalModel):
 
     async def _edit(self, call: EditCall, usage: Usage | None) -> AsyncIterator[str]:
         await self.ensure_loaded()
-        async for text in self._stream(lambda job: self._run_edit(job, call), usage):
+        async for text in self._stream(
+            lambda job: self._run_edit(job, call), usage, self._next_edits
+        ):
             if isinstance(text, str):
                 yield text
 
@@ -460,10 +468,14 @@ class LocalBackend(LocalModel):
         self._state = LocalState.UNLOADED
 
     async def _stream(
-        self, body: Callable[[Job], None], usage: Usage | None
+        self, body: Callable[[Job], None], usage: Usage | None, also_in: set[Job] | None = None
     ) -> AsyncIterator[ChatEvent]:
+        """Run `body` on the worker thread as one job and relay what it sends; the job is
+        also kept in `also_in` while it lasts."""
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
+        if also_in is not None:
+            also_in.add(job)
         self._last_activity = time.monotonic()
         self._stop_prefills()  # a request goes first: a prefill in its way stops now
         try:
@@ -490,6 +502,8 @@ class LocalBackend(LocalModel):
             job.stop.set()
             future.cancel()
             self._jobs.discard(job)
+            if also_in is not None:
+                also_in.discard(job)
             self._last_activity = time.monotonic()
 
     def _run(self, job: Job, body: Callable[[Job], None]) -> None:

@@ -2,20 +2,22 @@
 decode ("speculative edits", prompt lookup decoding).
 
 A next edit rewrites a region the prompt already holds, so most of the answer is a copy of
-it. Writing it a token per decode costs a full pass over the weights per token; a pass over
-several tokens costs little more on a CPU (reading a prompt is several times faster per token
-than writing). So the tokens that followed the same place in the prompt are drafted, and the
-last token written and the draft are decoded together, with logits at each of their positions
-(and nowhere else: the prompt is read as usual, with logits for its last token alone). The
-model's own greedy choice at each position keeps the draft up to the first token it would not
-have written, and that choice is the next token: the answer is the greedy answer, token for
-token, in fewer decodes.
+it. Written a token per decode, each token costs a pass over the weights; a pass over several
+tokens costs less per token (on one CPU core about half). So the tokens that followed the same
+place in the prompt are drafted, and the last token written and the draft are decoded
+together, with logits at each of their positions (and nowhere else: the prompt is read as
+usual, with logits for its last token alone). The model's own greedy choice at each position
+keeps the draft up to the first token it would not have written, and that choice is the next
+token: the answer is the greedy answer in fewer decodes (up to rounding: decodes of other
+widths round differently, which can tip a choice the model weighs evenly).
 
 The draft follows the copy: after a kept token it continues from where that token was found in
 the prompt; after a token of the model's own it is found again by the last few tokens written,
 first ahead of the last place copied from (a rewrite runs forward through its region), else
-anywhere. A refused draft costs a wider decode, so the draft shortens after one and grows back
-as drafts are kept.
+anywhere. On one CPU core a decode costs about 20 ms more per token in it (40 ms for one, 119
+for 4, 322 for 13, 337 for 16: `bench/README.md`), so a draft pays only when most of it is kept:
+after a draft refused early the next decode writes one token alone, and the draft grows back,
+doubling, as drafts are kept whole.
 
 It works on llama-cpp-python's `Llama` through its low-level API, and leaves the `Llama`'s
 record of what its KV cache holds (`input_ids`, `n_tokens`) true, so the next request reuses
@@ -32,8 +34,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from llama_cpp import Llama, llama_batch
 
-MAX_DRAFT_TOKENS = 12
-MIN_DRAFT_TOKENS = 2
+MAX_DRAFT_TOKENS = 15
+FIRST_DRAFT_TOKENS = 4  # after a decode without a draft
+KEPT_TO_GO_ON = 3  # a draft refused before this many were kept: the next decode has none
 MATCH_TOKENS = 3  # the longest run of last tokens written that is looked up in the prompt
 
 
@@ -169,12 +172,17 @@ def generate(
             n_past += 1 + kept
             llm.n_tokens = n_past
             pending = written[-1]
-            if draft and kept == len(draft):
-                draft_size = min(MAX_DRAFT_TOKENS, draft_size * 2)
-            elif draft:
-                draft_size = max(MIN_DRAFT_TOKENS, kept + 1)
+            draft_size = _next_draft_size(draft_size, len(draft), kept)
     finally:
         llama_cpp.llama_batch_free(batch)
+
+
+def _next_draft_size(size: int, drafted: int, kept: int) -> int:
+    if not drafted:
+        return max(size, FIRST_DRAFT_TOKENS)
+    if kept == drafted:
+        return min(MAX_DRAFT_TOKENS, size * 2)
+    return kept + 1 if kept >= KEPT_TO_GO_ON else 0
 
 
 def _fill(batch: llama_batch, tokens: Sequence[int], n_past: int) -> None:
