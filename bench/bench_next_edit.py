@@ -53,7 +53,15 @@ from rapidfuzz import fuzz
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_quality import _open, _percentile, _utf16_len, _wait_until_loaded, paired_bootstrap
+from bench_quality import (
+    _open,
+    _percentile,
+    _utf16_len,
+    _wait_until_loaded,
+    isolated_env,
+    logging_client,
+    paired_bootstrap,
+)
 from next_edit_set import Step, Task, tasks
 
 from lsp_server.backends.model_presets import DEFAULT_PRESET
@@ -308,17 +316,8 @@ async def _server(
     workspace.mkdir(parents=True)
     config = home / "config.toml"
     config.write_text(config_text(condition, args))
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
-        "XDG_CONFIG_HOME": str(home / "xdg-config"),
-        "XDG_STATE_HOME": str(home / "xdg-state"),
-    }
-    client = LanguageClient("bench-next-edit", "1")
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def server_log(params: types.LogMessageParams) -> None:
-        print(params.message, file=sys.stderr)
-
+    env = isolated_env(home)
+    client = logging_client("bench-next-edit")
     sizes = (
         str(condition.before),
         str(condition.after),

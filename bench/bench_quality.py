@@ -269,6 +269,26 @@ def _report(args: argparse.Namespace, condition: Condition, o: Outcome) -> None:
         )
 
 
+def isolated_env(home: Path) -> dict[str, str]:
+    """The environment of a served condition: the user's own config and state left out."""
+    return {
+        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
+        "XDG_CONFIG_HOME": str(home / "xdg-config"),
+        "XDG_STATE_HOME": str(home / "xdg-state"),
+    }
+
+
+def logging_client(name: str) -> LanguageClient:
+    """A pygls client that prints the server's log messages to stderr."""
+    client = LanguageClient(name, "1")
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def server_log(params: types.LogMessageParams) -> None:
+        print(params.message, file=sys.stderr)
+
+    return client
+
+
 @contextlib.asynccontextmanager
 async def serving(
     condition: Condition, args: argparse.Namespace, workdir: Path
@@ -292,17 +312,8 @@ async def serving(
             )
         config = home / "config.toml"
         config.write_text(config_text(condition, args, upstream))
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
-            "XDG_CONFIG_HOME": str(home / "xdg-config"),
-            "XDG_STATE_HOME": str(home / "xdg-state"),
-        }
-        client = LanguageClient("bench-quality", "1")
-
-        @client.feature(types.WINDOW_LOG_MESSAGE)
-        def server_log(params: types.LogMessageParams) -> None:
-            print(params.message, file=sys.stderr)
-
+        env = isolated_env(home)
+        client = logging_client("bench-quality")
         await client.start_io(
             sys.executable,
             "-m",

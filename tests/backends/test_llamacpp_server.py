@@ -101,12 +101,9 @@ def llama_endpoint(
 GENEROUS = "[routing]\ninline_deadline_ms = 60000\nhedge_after_ms = 59000\n"
 
 
-async def test_inline_suggestion_over_lsp_is_asked_at_infill(
-    tmp_path: Path, llama_server: str
-) -> None:
-    """The prefix and suffix reach the model wrapped in its own FIM tokens, which llama.cpp
-    writes only for `/infill` (its `/v1/completions` ignores a suffix)."""
-    config = GENEROUS + LOCAL_OFF + llama_endpoint(llama_server, '["inline"]')
+async def answers_an_inline_request(tmp_path: Path, root: str) -> None:
+    """A keystroke over LSP in `SOURCE`, answered by the llama.cpp server at `root`."""
+    config = GENEROUS + LOCAL_OFF + llama_endpoint(root, '["inline"]')
     async with lsp_session(tmp_path, config_text=config) as client:
         uri = (tmp_path / "add.py").as_uri()
         open_document(client, uri, SOURCE)
@@ -115,6 +112,14 @@ async def test_inline_suggestion_over_lsp_is_asked_at_infill(
     (decision,) = [d for d in status["decisions"] if d["kind"] == "inline"]
     assert decision["endpoint"] == "llama" and decision["tokens"] > 0, decision
     assert result is None or all(item.insert_text for item in result.items)
+
+
+async def test_inline_suggestion_over_lsp_is_asked_at_infill(
+    tmp_path: Path, llama_server: str
+) -> None:
+    """The prefix and suffix reach the model wrapped in its own FIM tokens, which llama.cpp
+    writes only for `/infill` (its `/v1/completions` ignores a suffix)."""
+    await answers_an_inline_request(tmp_path, llama_server)
     prompt = last_prompt(llama_server)
     assert "<|fim_prefix|>def add(a, b):\n    return a +" in prompt, prompt
     assert "<|fim_suffix|>" in prompt and "print(add(1, 2))" in prompt, prompt
@@ -247,12 +252,4 @@ async def test_an_openai_only_server_is_asked_at_v1_completions(
     tmp_path: Path, openai_only_server: str
 ) -> None:
     """No `/infill` there (404): the backend asks `/v1/completions` with prompt and suffix."""
-    config = GENEROUS + LOCAL_OFF + llama_endpoint(openai_only_server, '["inline"]')
-    async with lsp_session(tmp_path, config_text=config) as client:
-        uri = (tmp_path / "add.py").as_uri()
-        open_document(client, uri, SOURCE)
-        result = await asyncio.wait_for(inline_completion(client, uri, 1, 16), 90)
-        status = await server_status(client)
-    (decision,) = [d for d in status["decisions"] if d["kind"] == "inline"]
-    assert decision["endpoint"] == "llama" and decision["tokens"] > 0, decision
-    assert result is None or all(item.insert_text for item in result.items)
+    await answers_an_inline_request(tmp_path, openai_only_server)
