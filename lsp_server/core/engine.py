@@ -86,6 +86,7 @@ class Engine:
         self.router.start_local_model()
 
     async def aclose(self) -> None:
+        self.next_edits.close()
         await self.limits.aclose()
         await self.pass_through.aclose()
         await self.context.aclose()
