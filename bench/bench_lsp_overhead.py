@@ -41,11 +41,13 @@ import httpx
 import psutil
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-from pygls.protocol import JsonRPCResponseMessage, default_converter
+from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
 
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import EndpointConfig
+from lsp_server.lsp.protocol import JsonCodecWriting
+from lsp_server.lsp.stdio_transport import read_messages
 
 TEXT = "compute(a, b)\n"
 LINES = 1000
@@ -75,9 +77,11 @@ def capabilities() -> types.ClientCapabilities:
 
 
 @asynccontextmanager
-async def running_server(config_path: Path, workdir: Path) -> AsyncIterator[LanguageClient]:
+async def running_server(
+    config_path: Path, workdir: Path, *, lean: bool = False
+) -> AsyncIterator[LanguageClient]:
     command = ("-m", "lsp_server", "serve", "--config", str(config_path))
-    async with running_client(command, workdir) as client:
+    async with running_client(command, workdir, lean=lean) as client:
         yield client
 
 
@@ -91,16 +95,46 @@ def json_results_converter() -> cattrs.Converter:
     return converter
 
 
+class LeanClientProtocol(JsonCodecWriting, LanguageServerProtocol):
+    """pygls' client protocol writing with orjson (`json_codec`), as the server does."""
+
+
+async def start_lean_io(client: LanguageClient, *args: str, env: dict[str, str]) -> None:
+    """pygls' `start_io`, reading with the server's own message loop (`read_messages`, bodies
+    parsed by orjson): an editor parses JSON-RPC in C (Neovim) or its JavaScript engine's
+    native parser (VS Code), not a pure-Python object hook."""
+    pipe = asyncio.subprocess.PIPE
+    server = await asyncio.create_subprocess_exec(
+        *args, stdin=pipe, stdout=pipe, stderr=pipe, env=env
+    )
+    assert server.stdin is not None and server.stdout is not None
+    client.protocol.set_writer(server.stdin)  # type: ignore[arg-type]
+    reading = read_messages(client, server.stdout, client._stop_event)
+    client._server = server
+    client._async_tasks.extend(
+        [asyncio.create_task(reading), asyncio.create_task(client._server_exit())]
+    )
+
+
 @asynccontextmanager
-async def running_client(command: tuple[str, ...], workdir: Path) -> AsyncIterator[LanguageClient]:
-    """A client of `python COMMAND` over stdio, shut down properly at the end."""
-    client = LanguageClient("bench", "1", converter_factory=json_results_converter)
+async def running_client(
+    command: tuple[str, ...], workdir: Path, *, lean: bool = False
+) -> AsyncIterator[LanguageClient]:
+    """A client of `python COMMAND` over stdio, shut down properly at the end; `lean`: the
+    JSON-RPC messages are written and parsed with orjson (`start_lean_io`)."""
+    protocol = LeanClientProtocol if lean else LanguageServerProtocol
+    client = LanguageClient(
+        "bench", "1", protocol_cls=protocol, converter_factory=json_results_converter
+    )
     env = {
         **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
         "XDG_CONFIG_HOME": str(workdir / "xdg-config"),
         "XDG_STATE_HOME": str(workdir / "xdg-state"),
     }
-    await client.start_io(sys.executable, *command, env=env)
+    if lean:
+        await start_lean_io(client, sys.executable, *command, env=env)
+    else:
+        await client.start_io(sys.executable, *command, env=env)
     try:
         yield client
     finally:
@@ -184,12 +218,16 @@ async def direct_ms(backend: OpenAICompatibleBackend, prefix: str, cpu_ms: list[
     return elapsed
 
 
-async def through_server_ms(client: LanguageClient, uri: str, line: int) -> float:
+async def through_server_ms(
+    client: LanguageClient, uri: str, line: int, character: int | None = None
+) -> float:
+    """An inline suggestion at `character` of `line` (by default after `value_N = `)."""
+    column = len(f"value_{line} = ") if character is None else character
     started = time.perf_counter()
     result = await client.text_document_inline_completion_async(
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=len(f"value_{line} = ")),
+            position=types.Position(line=line, character=column),
             context=types.InlineCompletionContext(
                 trigger_kind=types.InlineCompletionTriggerKind.Automatic
             ),

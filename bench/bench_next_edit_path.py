@@ -22,6 +22,19 @@ server process's CPU per request, and the core's own in this process (the sugges
 next-edit services on an endpoint that answers at once without a network, the same answer
 bodies, the model call left out).
 
+Each round is what an editor does (`--method typing`, the default): a keystroke at the end of
+a line (a `didChange` to both servers, each round on another line, so the edit history fills
+as it would), a pause (`--pause-ms`, 400 by default: the VS Code extension asks for a next
+edit after 400 ms without typing), then the requests at the cursor the keystroke left.
+`--method static` is the method before it: no change, no pause, a request on each line of an
+unchanging document in turn (no history, nothing prepared ahead). The direct next-edit request
+carries no history (nor does the floor's): the zero-latency endpoint answers alike.
+
+The client is lean by default (`--client lean`): pygls' client writing and parsing JSON-RPC
+with orjson as the server does, on uvloop (libuv, the event loop of VS Code and Neovim, which
+parse JSON natively); `--client pygls` is pygls' own client (pure-Python JSON with an object
+hook) on asyncio's loop, as before. The direct requests run on the same loop.
+
 Run from the repository root: `python -m bench.bench_next_edit_path [--requests 500]`.
 """
 
@@ -36,6 +49,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from bench.bench_lsp_overhead import (
@@ -54,12 +68,15 @@ from lsp_server.backends.base import Backend, ChatRequest, CompletionRequest, Ed
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.core.engine import Engine
+from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
+from lsp_server.nextedit.service import NextEditService
 
 LINES = 400
 ADDED_P50_TARGET_MS = 1.0
+PREPARED_WITHIN_S = 0.005  # in process, with no pause: long enough for the preparation
 QUANTILES = (0.5, 0.9, 0.99)
 ROWS = {
     "inline direct": "inline: the model call alone",
@@ -80,13 +97,15 @@ def config_text(inception_url: str) -> str:
     )
 
 
-async def edit_through_server_ms(client: LanguageClient, uri: str, line: int) -> float:
+async def edit_through_server_ms(
+    client: LanguageClient, uri: str, version: int, line: int, character: int
+) -> float:
     started = time.perf_counter()
     result = await client.protocol.send_request_async(
         "textDocument/copilotInlineEdit",
         {
-            "textDocument": {"uri": uri, "version": 1},
-            "position": {"line": line, "character": len(f"value_{line} = ")},
+            "textDocument": {"uri": uri, "version": version},
+            "position": {"line": line, "character": character},
         },
     )
     elapsed = (time.perf_counter() - started) * 1000
@@ -104,6 +123,43 @@ async def edit_direct_ms(backend: OpenAICompatibleBackend, request: EditRequest)
     return elapsed
 
 
+class Typing:
+    """The bench's document, `value_N = ` on each line, and the keystrokes typed into it."""
+
+    def __init__(self) -> None:
+        self.lines = [f"value_{i} = " for i in range(LINES)]
+        self.version = 1
+
+    @property
+    def text(self) -> str:
+        return "".join(f"{line}\n" for line in self.lines)
+
+    def offset(self, line: int, character: int) -> int:
+        return sum(len(text) + 1 for text in self.lines[:line]) + character
+
+    def keystroke(self, uri: str, line: int) -> types.DidChangeTextDocumentParams:
+        """A digit typed at the end of `line`; the cursor is then after it."""
+        end = len(self.lines[line])
+        self.lines[line] += str(line % 10)
+        self.version += 1
+        at = types.Position(line=line, character=end)
+        return types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=at, end=at), text=str(line % 10)
+                )
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class Method:
+    typing: bool  # a keystroke and a pause before each round's requests
+    pause_s: float
+    lean: bool
+
+
 @dataclass
 class Run:
     """What one run measured: the wall time of each kind of request, and each server's CPU."""
@@ -112,7 +168,7 @@ class Run:
     server_cpu_ms: dict[str, float]  # per round (one inline and one next edit), per process
 
 
-async def measure(requests: int, workdir: Path) -> Run:
+async def measure(requests: int, workdir: Path, method: Method) -> Run:
     with zero_latency_endpoint() as base_url:
         inception_url = base_url.removesuffix("/v1") + "/inception/v1"
         config_path = workdir / "config.toml"
@@ -120,15 +176,15 @@ async def measure(requests: int, workdir: Path) -> Run:
         os.environ["BENCH_KEY"] = "bench"  # the servers inherit it
         floor_command = ("-m", "bench.floor_lsp_server", inception_url, "inception")
         async with (
-            running_server(config_path, workdir) as client,
-            running_client(floor_command, workdir) as floor_client,
+            running_server(config_path, workdir, lean=method.lean) as client,
+            running_client(floor_command, workdir, lean=method.lean) as floor_client,
         ):
             await initialize(client, workdir)
             await initialize(floor_client, workdir)
             uri = (workdir / "edits.py").as_uri()
-            source = "".join(f"value_{i} = \n" for i in range(LINES))
+            document = Typing()
             for each in (client, floor_client):
-                open_document(each, uri, source)
+                open_document(each, uri, document.text)
             config = EndpointConfig(
                 name="direct",
                 kind="inception",
@@ -146,8 +202,17 @@ async def measure(requests: int, workdir: Path) -> Run:
             cpu_before = {name: sum(p.cpu_times()[:2]) for name, p in processes.items()}
             try:
                 for index in range(requests):
-                    line = index % LINES
-                    offset = source.index(f"value_{line} = ") + len(f"value_{line} = ")
+                    if method.typing:
+                        line = index * 7 % LINES  # each round elsewhere: a new edit each time
+                        change = document.keystroke(uri, line)
+                        for each in (client, floor_client):
+                            each.text_document_did_change(change)
+                        await asyncio.sleep(method.pause_s)
+                    else:
+                        line = index % LINES
+                    character = len(document.lines[line])
+                    source = document.text
+                    offset = document.offset(line, character)
                     request = EditRequest(
                         uri=uri,
                         path="edits.py",
@@ -155,14 +220,18 @@ async def measure(requests: int, workdir: Path) -> Run:
                         cursor=offset,
                         region=editable_region(source, offset),
                     )
+                    at = (line, character)
+                    edit_at = (document.version, *at)
                     samples["inline direct"].append(await direct_ms(backend, source[:offset], cpu))
-                    samples["inline floor"].append(await through_server_ms(floor_client, uri, line))
-                    samples["inline served"].append(await through_server_ms(client, uri, line))
+                    samples["inline floor"].append(await through_server_ms(floor_client, uri, *at))
+                    samples["inline served"].append(await through_server_ms(client, uri, *at))
                     samples["edit direct"].append(await edit_direct_ms(backend, request))
                     samples["edit floor"].append(
-                        await edit_through_server_ms(floor_client, uri, line)
+                        await edit_through_server_ms(floor_client, uri, *edit_at)
                     )
-                    samples["edit served"].append(await edit_through_server_ms(client, uri, line))
+                    samples["edit served"].append(
+                        await edit_through_server_ms(client, uri, *edit_at)
+                    )
             finally:
                 await backend.aclose()
             server_cpu_ms = {
@@ -192,9 +261,11 @@ class InstantBackend(Backend):
         yield "compute(a, b)\n"
 
 
-async def core_cpu_ms(requests: int) -> dict[str, list[float]]:
+async def core_cpu_ms(requests: int, typing: bool) -> dict[str, list[float]]:
     """CPU per request of the suggestion and next-edit services (assembly, privacy, routing,
-    cleaning or minimal edits), the model call answering at once in process."""
+    cleaning or minimal edits), the model call answering at once in process. Typing, a
+    keystroke before each round; every other round the next edit is prepared first (its CPU
+    apart), and the others assemble theirs on the request's path."""
     endpoint = EndpointConfig(
         name="instant",
         kind="inception",
@@ -208,29 +279,44 @@ async def core_cpu_ms(requests: int) -> dict[str, list[float]]:
         endpoints=(endpoint,),
     )
     engine = Engine(config, remote_factory=InstantBackend)
-    source = "".join(f"value_{i} = \n" for i in range(LINES))
+    next_edits = NextEditService(engine.router, engine.privacy, prepare_after_s=0.0)
+    document = Typing()
     uri = "file:///bench/edits.py"
-    engine.next_edits.opened(uri, source)
+    next_edits.opened(uri, document.text)
     for line in (3, 40, 90):  # a history of three edits, as a prompt usually carries
-        source = source.replace(f"value_{line} = ", f"value_{line} = {line}", 1)
-        engine.next_edits.changed(uri, source, line)
+        document.keystroke(uri, line)
+        next_edits.changed(uri, document.text, line)
     cpu: dict[str, list[float]] = {"inline": [], "edit": []}
+    if typing:
+        cpu |= {"edit, prepared ahead": [], "the preparation, off the request's path": []}
     try:
         for index in range(requests):
-            line = index % LINES
-            offset = source.index(f"value_{line} = ") + len(f"value_{line} = ")
+            line = index * 7 % LINES if typing else index % LINES
+            if typing:
+                document.keystroke(uri, line)
+                next_edits.changed(uri, document.text, line)
+            source = document.text
+            offset = document.offset(line, len(document.lines[line]))
             started = time.process_time()
             await engine.suggestions.suggest(uri=uri, text=source, offset=offset, language="python")
             cpu["inline"].append((time.process_time() - started) * 1000)
+            kind = "edit"
+            if typing and index % 2:
+                started = time.process_time()
+                next_edits.prepare(uri=uri, text=source, offset=offset, language="python")
+                await asyncio.sleep(PREPARED_WITHIN_S)
+                cpu["the preparation, off the request's path"].append(
+                    (time.process_time() - started) * 1000
+                )
+                kind = "edit, prepared ahead"
             started = time.process_time()
-            edit = await engine.next_edits.predict(
-                uri=uri, text=source, offset=offset, language="python"
-            )
-            cpu["edit"].append((time.process_time() - started) * 1000)
+            edit = await next_edits.predict(uri=uri, text=source, offset=offset, language="python")
+            cpu[kind].append((time.process_time() - started) * 1000)
             if not edit.edits:
                 raise RuntimeError("no next edit: the service did not route it")
             engine.cache.invalidate(uri)
     finally:
+        next_edits.close()
         await engine.aclose()
     return cpu
 
@@ -238,10 +324,21 @@ async def core_cpu_ms(requests: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--method", choices=("typing", "static"), default="typing")
+    parser.add_argument("--pause-ms", type=float, default=400.0)
+    parser.add_argument("--client", choices=("lean", "pygls"), default="lean")
     args = parser.parse_args()
+    lean = args.client == "lean"
+    method = Method(typing=args.method == "typing", pause_s=args.pause_ms / 1000, lean=lean)
+    run_loop = run_on_fastest_loop if lean else asyncio.run
     with tempfile.TemporaryDirectory(prefix="gateway-ls-bench-") as tmp:
-        run = asyncio.run(measure(args.requests, Path(tmp)))
-    cpu = asyncio.run(core_cpu_ms(args.requests))
+        run = run_loop(measure(args.requests, Path(tmp), method))
+    cpu = run_loop(core_cpu_ms(args.requests, method.typing))
+    print(
+        f"\nmethod {args.method}"
+        + (f", a keystroke and {args.pause_ms:.0f} ms pause a round" if method.typing else "")
+        + f"; client {args.client}"
+    )
     samples = run.samples
     print(f"\n{args.requests} rounds against a zero-latency endpoint, interleaved (ms)\n")
     print(f"{'':<44}{'p50':>9}{'p90':>9}{'p99':>9}")

@@ -69,6 +69,8 @@ class ContextStore:
         self._worker: ThreadPoolExecutor | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Future[list[Gathered]]] = set()
+        # Counts the changes of what `ranked` and `workspace_path` read, for work done ahead.
+        self.revision = 0
 
     @property
     def enabled(self) -> bool:
@@ -78,6 +80,7 @@ class ContextStore:
 
     def set_workspace_folders(self, uris: Sequence[str]) -> None:
         self._folders = WorkspaceFolders(uris)
+        self.revision += 1
 
     def opened(self, uri: str, text: str, language: str) -> None:
         """A document was opened: a chunk of its top, and its imports' definitions."""
@@ -115,6 +118,7 @@ class ContextStore:
 
     def closed(self, uri: str) -> None:
         """Its definitions go; chunks already in the ring stay, as recently seen code."""
+        self.revision += 1
         self._pending.pop(uri, None)
         for table in (self._definitions, self._imports, self._sources):
             table.pop(uri, None)
@@ -184,6 +188,7 @@ class ContextStore:
     def reconfigure(self) -> None:
         """The configuration changed: turned off, everything goes; else what has become
         sensitive (new globs) goes."""
+        self.revision += 1
         if not self.enabled:
             self.clear()
             return
@@ -200,6 +205,7 @@ class ContextStore:
             self._definitions[uri] = tuple(c for c in chunks if not now_sensitive(c))
 
     def clear(self) -> None:
+        self.revision += 1
         self.ring.drop(lambda _chunk: True)
         self.edits.drop(lambda _chunk: True)
         for table in (self._definitions, self._imports, self._sources, self._open_texts):
@@ -317,6 +323,7 @@ class ContextStore:
     def _apply(self, gathered: Gathered) -> None:
         if gathered.path is None:
             return
+        self.revision += 1
         limit = self.settings.max_documents
         _put(self._paths, gathered.uri, gathered.path, limit)
         for chunk in gathered.ring:

@@ -94,6 +94,7 @@ class Engine:
         await asyncio.gather(self.router.connected(wait_s), self.limits.ready(wait_s))
 
     async def aclose(self) -> None:
+        self.next_edits.close()
         await self.limits.aclose()
         await self.pass_through.aclose()
         await self.context.aclose()

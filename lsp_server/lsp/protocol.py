@@ -39,6 +39,7 @@ from pygls.exceptions import (
 )
 from pygls.protocol import (
     JsonRPCNotification,
+    JsonRPCProtocol,
     JsonRPCRequestMessage,
     LanguageServerProtocol,
     default_converter,
@@ -78,11 +79,45 @@ class UnreadableRequest:
     error: JsonRpcException
 
 
-class GatewayProtocol(LanguageServerProtocol):
+class JsonCodecWriting(JsonRPCProtocol):
+    """pygls' `_send_data`, encoding with `json_codec` (orjson) and without logging each
+    whole message; for either end of a connection."""
+
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._linked: dict[object, asyncio.Task[object]] = {}
         self._writes: set[asyncio.Future[Any]] = set()
+
+    def _send_data(self, data: Any) -> None:
+        if not data:
+            return
+        if self.writer is None:
+            log.error("unable to send data: no transport")
+            return
+        try:
+            body = json_codec.encode(data, self._serialize_message)
+            if self._include_headers:
+                header = (
+                    f"Content-Length: {len(body)}\r\n"
+                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+                )
+                body = header.encode("ascii") + body
+            written = self.writer.write(body)
+            if inspect.isawaitable(written):  # the WebSocket writer
+                pending = asyncio.ensure_future(written)
+                self._writes.add(pending)
+                pending.add_done_callback(self._writes.discard)
+        except BrokenPipeError:
+            log.exception("error sending data: the pipe is closed")
+            raise
+        except Exception as error:
+            log.exception("error sending data")
+            self._server._report_server_error(error, JsonRpcInternalError)
+
+
+class GatewayProtocol(JsonCodecWriting, LanguageServerProtocol):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._linked: dict[object, asyncio.Task[object]] = {}
 
     def link_current_task(self) -> object:
         """Tie the running task to the request being handled; returns the request id."""
@@ -161,33 +196,6 @@ class GatewayProtocol(LanguageServerProtocol):
         if is_request:
             msg_id = msg_id if _is_message_id(msg_id) else None
             self._send_error(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
-
-    def _send_data(self, data: Any) -> None:
-        """pygls' `_send_data`, encoding with `json_codec`."""
-        if not data:
-            return
-        if self.writer is None:
-            log.error("unable to send data: no transport")
-            return
-        try:
-            body = json_codec.encode(data, self._serialize_message)
-            if self._include_headers:
-                header = (
-                    f"Content-Length: {len(body)}\r\n"
-                    f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-                )
-                body = header.encode("ascii") + body
-            written = self.writer.write(body)
-            if inspect.isawaitable(written):  # the WebSocket writer
-                pending = asyncio.ensure_future(written)
-                self._writes.add(pending)
-                pending.add_done_callback(self._writes.discard)
-        except BrokenPipeError:
-            log.exception("error sending data: the pipe is closed")
-            raise
-        except Exception as error:
-            log.exception("error sending data")
-            self._server._report_server_error(error, JsonRpcInternalError)
 
     def _send_error(self, msg_id: int | str | None, error: JsonRpcException) -> None:
         if msg_id is not None:

@@ -352,6 +352,18 @@ class GatewayServer(LanguageServer):
             uri=uri, text=document.source, offset=position, language=document.language_id or ""
         )
 
+    def prepare_next_edit(self, uri: str, offset: int) -> None:
+        """A next edit asked at `offset` once typing pauses finds its request assembled."""
+        document = open_document(self, uri)
+        if document is None or self._engine is None:
+            return
+        self._engine.next_edits.prepare(
+            uri=document.uri,
+            text=document.source,
+            offset=offset,
+            language=document.language_id or "",
+        )
+
     async def _suggest(self, cursor: _Cursor) -> Suggestion:
         return await self.engine.suggestions.suggest(
             uri=cursor.uri, text=cursor.text, offset=cursor.offset, language=cursor.language
@@ -454,7 +466,8 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GatewayServer, params: types.DidChangeTextDocumentParams) -> None:
-        """The model reads ahead up to where the person is typing (the last change's end)."""
+        """The model reads ahead up to where the person is typing (the last change's end),
+        and a next edit asked there once typing pauses is prepared."""
         uri = params.text_document.uri
         document = open_document(ls, uri)
         change = params.content_changes[-1] if params.content_changes else None
@@ -467,6 +480,8 @@ def register_features(server: GatewayServer) -> None:
             offset = None
             ls.note_document(uri, "changed")
         ls.prefill(uri, offset)
+        if offset is not None:
+            ls.prepare_next_edit(uri, offset)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GatewayServer, params: types.DidCloseTextDocumentParams) -> None:

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 from threading import Event
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from pygls.exceptions import JsonRpcException
 from pygls.io_ import StdinAsyncReader, StdoutWriter
@@ -32,6 +32,10 @@ from lsp_server.lsp.bounded_stdin import (
     UNREADABLE_BODY,
     BoundedStdin,
 )
+
+if TYPE_CHECKING:
+    from pygls.client import JsonRPCClient
+    from pygls.io_ import AsyncReader
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +111,11 @@ def _is_pipe_or_socket(stream: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-async def read_messages(server: LanguageServer, reader: PipeReader, stop_event: Event) -> None:
-    """pygls' `run_async` message loop, with bodies decoded by `json_codec`."""
+async def read_messages(
+    server: LanguageServer | JsonRPCClient, reader: AsyncReader, stop_event: Event
+) -> None:
+    """pygls' `run_async` message loop, with bodies decoded by `json_codec`; for a server or
+    a client."""
     protocol: JsonRPCProtocol = server.protocol
     content_length = 0
     while not stop_event.is_set():

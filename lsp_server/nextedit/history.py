@@ -13,6 +13,7 @@ left out.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import time
 from collections import deque
@@ -109,6 +110,17 @@ class EditHistory:
                 break
             kept.append(edit)
         return tuple(reversed(kept))
+
+    def now(self) -> float:
+        return self._clock()
+
+    def recent_until(self) -> float:
+        """When `recent()` would first give less by age alone: when its oldest edit ages out."""
+        now = self._clock()
+        for closed in self._closed:  # oldest first
+            if now - closed.at <= HISTORY_MAX_AGE_S:
+                return closed.at + HISTORY_MAX_AGE_S
+        return math.inf
 
     def _close(self) -> None:
         edit, self._open = self._open, None

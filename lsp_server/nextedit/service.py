@@ -9,6 +9,7 @@ inside the region, or none. It knows nothing of the protocol that asked.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from lsp_server.backends.base import ContextChunk, Usage
 from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
+from lsp_server.nextedit.ahead import PAUSE_S, Ahead, Prepared
 from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
 from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
@@ -59,25 +61,50 @@ class NextEdit:
 
 class NextEditService:
     def __init__(
-        self, router: Router, privacy: PrivacyGuard, context: ContextStore | None = None
+        self,
+        router: Router,
+        privacy: PrivacyGuard,
+        context: ContextStore | None = None,
+        *,
+        prepare_after_s: float = PAUSE_S,
     ) -> None:
+        """`prepare_after_s`: the pause in typing after which a request is prepared."""
         self.router = router
         self.privacy = privacy
         self.context = context
         self.history = EditHistory()
         self._shown: OrderedDict[str, str] = OrderedDict()  # id -> endpoint, awaiting an outcome
         self._last_shown: dict[str, str] = {}  # uri -> id of the edit last shown there
+        self._ahead = Ahead(self._prepared, pause_s=prepare_after_s)
+        self._events = 0  # document events seen: each changes the history a prompt carries
+        self._asked = False  # whether a next edit was ever asked: else none is prepared
 
     # -- what the server sees ---------------------------------------------------------------
 
     def opened(self, uri: str, text: str) -> None:
+        self._event()
         self.history.opened(uri, text)
 
     def changed(self, uri: str, text: str, line: int | None) -> None:
+        self._event()
         self.history.changed(uri, self._path(uri), text, line)
 
     def closed(self, uri: str) -> None:
+        self._event()
         self.history.closed(uri)
+
+    def prepare(self, *, uri: str, text: str, offset: int, language: str) -> None:
+        """A change left the cursor at `offset`: assemble the next edit's request there once
+        typing pauses (`nextedit.ahead`), if the client asks for next edits at all."""
+        if self._asked:
+            self._ahead.soon(uri, text, offset, language)
+
+    def close(self) -> None:
+        self._ahead.drop()
+
+    def _event(self) -> None:
+        self._events += 1
+        self._ahead.drop()
 
     # -- predictions ------------------------------------------------------------------------
 
@@ -85,12 +112,29 @@ class NextEditService:
         self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
     ) -> NextEdit:
         """The next edit around `offset` in a document the server holds."""
+        self._asked = True
         self._dismiss_unanswered(uri)
+        state = self._state()
+        prepared = self._ahead.take(uri, text, offset, language, state, self.history.now())
+        if prepared is not None:
+            return await self._route(prepared.request, prepared.stay_local, pinned)
+        request = self._assemble(uri, text, offset, language)
+        return await self.answer(request, pinned=pinned)
+
+    async def answer(
+        self, request: EditRequest, *, sensitive: bool = False, pinned: str | None = None
+    ) -> NextEdit:
+        """The next edit for an assembled request (a gateway client's prompt, or `predict`'s);
+        `sensitive` is the client saying so itself."""
+        stay_local = Reason.SENSITIVE if sensitive else self._privacy(request)
+        return await self._route(request, stay_local, pinned)
+
+    def _assemble(self, uri: str, text: str, offset: int, language: str) -> EditRequest:
         region = editable_region(text, offset)
         snippets: tuple[ContextChunk, ...] = ()
         if self.context is not None:
             snippets = self.context.ranked(uri, text, region, offset, SNIPPET_TOKENS)
-        request = EditRequest(
+        return EditRequest(
             uri=uri,
             path=self._path(uri),
             text=text,
@@ -100,14 +144,34 @@ class NextEditService:
             snippets=snippets,
             language=language,
         )
-        return await self.answer(request, pinned=pinned)
 
-    async def answer(
-        self, request: EditRequest, *, sensitive: bool = False, pinned: str | None = None
+    def _state(self) -> tuple[object, ...]:
+        """What a request's assembly and privacy verdict read besides the document: the
+        configuration, the context store's contents, the history's events."""
+        revision = self.context.revision if self.context is not None else 0
+        return (self.router.config, revision, self._events)
+
+    async def _prepared(self, uri: str, text: str, offset: int, language: str) -> Prepared | None:
+        """`predict`'s assembly and privacy verdict, done ahead: the context gathered first,
+        and the loop given back between the steps; None if the state moved meanwhile."""
+        if self.context is not None:
+            await self.context.settled()
+        state = self._state()
+        request = self._assemble(uri, text, offset, language)
+        await asyncio.sleep(0)
+        if self._state() != state:
+            return None
+        stay_local = self._window_reason(request)
+        if stay_local is None:
+            await asyncio.sleep(0)
+            if self._state() != state:
+                return None
+            stay_local = self._parts_reason(request)
+        return Prepared(request, stay_local, state, until=self.history.recent_until())
+
+    async def _route(
+        self, request: EditRequest, stay_local: Reason | None, pinned: str | None
     ) -> NextEdit:
-        """The next edit for an assembled request (a gateway client's prompt, or `predict`'s);
-        `sensitive` is the client saying so itself."""
-        stay_local = Reason.SENSITIVE if sensitive else self._privacy(request)
         answer_tokens = len(request.region_text) // 2 + 64
 
         def ask(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
@@ -195,12 +259,15 @@ class NextEditService:
     def _privacy(self, request: EditRequest) -> Reason | None:
         """Every part of the prompt: the file around the region (its path and contents), each
         recent edit (its file, judged once for all its edits, and its diff) and each snippet."""
+        return self._window_reason(request) or self._parts_reason(request)
+
+    def _window_reason(self, request: EditRequest) -> Reason | None:
         window = context_window(request.text, request.region)
-        reason = self.privacy.window_reason(
+        return self.privacy.window_reason(
             request.uri, request.text, window[0], request.cursor, window[1]
         )
-        if reason is not None:
-            return reason
+
+    def _parts_reason(self, request: EditRequest) -> Reason | None:
         diffs: dict[str, list[str]] = {}
         for edit in request.history:
             diffs.setdefault(edit.uri, []).append(edit.diff)
