@@ -53,7 +53,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,7 @@ PRICE_PER_MTOK = {"input": 3.0, "output": 15.0}
 LEASE_S = 30  # the longest a dead gateway's lease may be held, as the limiter documents
 REQUEST_TIMEOUT_S = 30
 LOAD_PROCESSES = 2  # the simulated clients' processes: one event loop could not keep up
+WARM_UP_S = 1.0  # left out of the second table: first connections, first sessions
 START_AFTER_S = 3.0  # time for each load process to make its clients before the phase starts
 INSTRUCTIONS = (
     "You are a coding agent. Read the repository before you change it, keep changes small, "
@@ -165,6 +166,8 @@ class Phase:
     ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
     processes: int = LOAD_PROCESSES
     cores: dict[str, float] = field(default_factory=dict)  # CPU used, in cores, by role
+    # Time a role's processes were ready to run but waited for a core, in ms per second.
+    waits: dict[str, float] = field(default_factory=dict)
     cpu_at_start: float = 0.0  # a load process's CPU time when the phase started
 
     @property
@@ -353,6 +356,9 @@ def run_load(
 
     def read() -> None:
         readings.append((time.monotonic(), {r: cpu_seconds(p) for r, p in watched.items()}))
+        waited.append({role: waiting_seconds(p) for role, p in watched.items()})
+
+    waited: list[dict[str, float]] = []
 
     timed = [*faults, (0.0, read), (steady_end, read)]
     context = multiprocessing.get_context("fork")
@@ -380,6 +386,7 @@ def run_load(
         (began, before), (ended, after) = readings
         for role in watched:
             phase.cores[role] = (after[role] - before[role]) / (ended - began)
+            phase.waits[role] = (waited[1][role] - waited[0][role]) / (ended - began) * 1000
 
 
 def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
@@ -388,6 +395,17 @@ def cpu_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
         with contextlib.suppress(psutil.Error):
             times = psutil.Process(child.pid).cpu_times()
             total += times.user + times.system
+    return total
+
+
+def waiting_seconds(processes: list[subprocess.Popen[bytes]]) -> float:
+    """Seconds the processes' threads were ready to run but waited for a core (Linux's
+    scheduler statistics; 0 where they are not kept)."""
+    total = 0.0
+    for child in processes:
+        with contextlib.suppress(OSError, ValueError):
+            for task in Path(f"/proc/{child.pid}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[1]) / 1e9
     return total
 
 
@@ -534,12 +552,18 @@ def quantile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
 
 
-def added(phase: Phase, direct: Phase, kind: str, until: float) -> tuple[list[float], list[float]]:
-    """The latencies of `kind` before `until` (a share of the phase), and their differences
-    from the same requests sent straight."""
+def added(
+    phase: Phase, direct: Phase, kind: str, until: float, since_s: float = 0.0
+) -> tuple[list[float], list[float]]:
+    """The latencies of `kind` started from `since_s` into the phase to `until` (a share of
+    the phase), and their differences from the same requests sent straight."""
     straight = {s.seq: s.ms for s in direct.samples if s.kind == kind and s.outcome == "ok"}
-    cutoff = phase.started + until * phase.seconds
-    mine = [s for s in phase.samples if s.kind == kind and s.outcome == "ok" and s.started < cutoff]
+    first, cutoff = phase.started + since_s, phase.started + until * phase.seconds
+    mine = [
+        s
+        for s in phase.samples
+        if s.kind == kind and s.outcome == "ok" and first <= s.started < cutoff
+    ]
     return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
 
 
@@ -619,7 +643,11 @@ def limits_cells(phase: Phase, with_limits: bool) -> tuple[str, str, str]:
 
 
 def print_report(
-    phases: list[Phase], direct: Phase, missing: dict[str, str], with_limits: bool
+    phases: list[Phase],
+    direct: Phase,
+    missing: dict[str, str],
+    with_limits: bool,
+    warm_up_s: float,
 ) -> None:
     """One Markdown table: latency added, errors, the faults, the CI client's limits."""
     print(
@@ -684,12 +712,31 @@ def print_report(
                 f"refused (429); admitted in flight at once after the kill: {after_kill} (limit "
                 f"{CI_LIMITS['max_concurrent']})"
             )
+    print(
+        f"\nthe same, with each phase's first {warm_up_s:g} s left out (the clients' and the "
+        "gateways' warm-up: first connections, first sessions)\n"
+    )
+    print("| target | keystrokes added p50 / p99 | agent turns added p50 / p99 |")
+    print("| --- | --- | --- |")
+    for phase in [direct, *phases]:
+        if phase.name in missing:
+            continue
+        cells = [phase.name]
+        for kind in ("keystroke", "agent"):
+            _, differences = added(phase, direct, kind, phase.steady, warm_up_s)
+            if phase is direct:
+                since = [s for s in phase.samples if s.started >= phase.started + warm_up_s]
+                differences = over_the_script(replace(phase, samples=since), kind, phase.steady)
+            cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
+        print("| " + " | ".join(cells) + " |")
+    print()
     for phase in [direct, *phases]:
         if phase.cores:
             used = ", ".join(f"{role} {cores:.2f}" for role, cores in phase.cores.items())
+            waited = ", ".join(f"{role} {ms:.0f}" for role, ms in phase.waits.items())
             print(
                 f"  {phase.name}: cores busy (the load over the phase, the rest before the "
-                f"first fault): {used}"
+                f"first fault): {used}; waiting for a core, ms a second: {waited}"
             )
     print(
         "\ntargets: p99 added at most 5 ms, 0 errors, admitted within the limit in every "
@@ -706,6 +753,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=AGENTS, help="agent sessions")
     parser.add_argument(
         "--load-processes", type=int, default=LOAD_PROCESSES, help="processes the clients run in"
+    )
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=WARM_UP_S,
+        help="seconds at each phase's start left out of the second table",
     )
     args = parser.parse_args(argv)
     for kind, variable in TOKENS.items():
@@ -776,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
-    print_report([team, peer], direct, missing, with_limits)
+    print_report([team, peer], direct, missing, with_limits, args.warm_up)
     return 0
 
 

@@ -46,6 +46,10 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
+        if self._writer.is_closing():
+            # uvloop refuses the write with a RuntimeError; httpcore must see the error it sends
+            # a pooled connection's request again for (a keep-alive connection the server closed).
+            raise httpcore.WriteError("the connection is closed")
         try:
             async with _within(timeout):
                 self._writer.write(buffer)

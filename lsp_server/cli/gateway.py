@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from lsp_server.cli.collection import frozen_for_serving
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import Config
@@ -25,6 +26,10 @@ from lsp_server.loopback import is_loopback
 from lsp_server.progress import StderrProgress
 from lsp_server.routing.redis_link import RedisLink
 from lsp_server.routing.status_file import StatusPublisher
+
+# The longest start-up waits for the endpoints' first connections and the shared state's first
+# answer before it takes traffic; what is unreachable then is met by the requests.
+WARM_UP_S = 2.0
 
 
 def run_gateway(config: Config, *, host: str, port: int) -> int:
@@ -126,6 +131,9 @@ async def _serve(
         publisher.start()
         if link is not None:
             link.start()
+        await engine.warm_up(WARM_UP_S)
+        server.config.load()  # uvicorn's protocol classes, before the heap is frozen
+        frozen_for_serving()
         await server.serve()
     finally:
         if link is not None:

@@ -10,6 +10,7 @@ door at once (`docs/architecture.md`, "Layers").
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 from lsp_server.backends.factory import ProgressCallback, local_backend_factory, remote_backend
@@ -84,6 +85,13 @@ class Engine:
         """Start loading the local model if it is enabled (an editor connected: offline and
         sensitive work may come with the first keystroke)."""
         self.router.start_local_model()
+
+    async def warm_up(self, wait_s: float) -> None:
+        """Before a server takes traffic: the endpoints' first connections open and the
+        shared limits' state answers once (its scripts loaded, its connections open), so the
+        first requests pay for none of it. Bounded by `wait_s`: what is unreachable then is
+        left for the requests to meet."""
+        await asyncio.gather(self.router.connected(wait_s), self.limits.ready(wait_s))
 
     async def aclose(self) -> None:
         self.next_edits.close()

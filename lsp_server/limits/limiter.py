@@ -110,6 +110,12 @@ class Limiter:
             "gateways": 1 if shared is None else shared.alive,
         }
 
+    async def ready(self, wait_s: float) -> None:
+        """Wait, at most `wait_s`, for the shared state's first answer (nothing to wait for
+        without one)."""
+        if self._shared is not None:
+            await self._shared.ready(wait_s)
+
     async def aclose(self) -> None:
         if self._shared is not None:
             await self._shared.stop(SETTLE_WAIT_S)

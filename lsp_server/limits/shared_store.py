@@ -55,6 +55,8 @@ HEARTBEAT_S = 1.0
 ALIVE_MS = 3500  # a gateway whose last heartbeat is older is not counted
 LEASE_S = 10.0  # an in-flight request not renewed for this long is reclaimed
 RENEW_EVERY_S = 3.0
+# Connections opened with the first heartbeat, for admissions that come at the same moment.
+WARM_CONNECTIONS = 4
 LEDGER_RETENTION_S = 35 * 24 * 3600  # a month's usage and a few days
 SETTLE_BATCH = 256  # settlements and ledger entries sent in one script call, at most
 # While Redis is unreachable: the most settlements of rates and leases kept (older ones are
@@ -158,11 +160,23 @@ class SharedStore:
         self._sender: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._first_beat = asyncio.Event()  # set once the heartbeat has tried Redis
         self.observe: LatencyObserver = lambda _call, _seconds: None
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._beat())
+
+    async def ready(self, wait_s: float) -> None:
+        """Wait, at most `wait_s`, for the first heartbeat (Redis answered, its scripts are
+        loaded and this gateway counts in its epoch, or it did not answer), with connections
+        open for the admissions that come at once. A failure here is the heartbeat's to see."""
+
+        async def pings() -> None:
+            await asyncio.gather(*(self._client.ping() for _ in range(WARM_CONNECTIONS)))
+
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(self._first_beat.wait(), pings()), wait_s)
 
     async def stop(self, wait_s: float) -> None:
         """Send what is owed (waiting at most `wait_s`), then let go of Redis."""
@@ -391,6 +405,7 @@ class SharedStore:
                 if time.monotonic() - renewed_at >= RENEW_EVERY_S:
                     await self._renew_leases()
                     renewed_at = time.monotonic()
+            self._first_beat.set()
             await asyncio.sleep(HEARTBEAT_S)
 
     async def _load_scripts(self) -> bool:

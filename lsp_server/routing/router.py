@@ -172,6 +172,11 @@ class Router:
         if self.offline.mode != "always":
             self._connections.ensure(self.pool.remotes.values())
 
+    async def connected(self, wait_s: float) -> None:
+        """Wait, at most `wait_s`, for the endpoints' first connections (a server about to
+        take traffic: its first requests then neither open them nor import what they use)."""
+        await self._connections.opened(wait_s)
+
     def answerers(self, role: Role, stay_local: Reason | None = None) -> Answerers:
         """Who may serve a request of `role` now (`stay_local`: the privacy verdict)."""
         return who_answers(self.pool, role, stay_local=stay_local, offline=self.offline.active)

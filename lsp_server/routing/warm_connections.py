@@ -36,6 +36,13 @@ class WarmConnections:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    async def opened(self, wait_s: float) -> None:
+        """Wait, at most `wait_s`, for the connections under way; one that fails or takes
+        longer is left for the first request to report."""
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=wait_s)
+
     async def aclose(self) -> None:
         tasks = list(self._tasks)
         for task in tasks:

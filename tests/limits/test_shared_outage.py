@@ -23,7 +23,7 @@ import redis
 
 from lsp_server.limits.limiter import Limiter
 from lsp_server.limits.quota import LimitKind, Spent
-from lsp_server.limits.shared_store import LEDGER_KEY
+from lsp_server.limits.shared_store import LEDGER_KEY, WARM_CONNECTIONS
 from tests.support.limiter import demand, limiter_for
 from tests.support.redis_server import RedisServer
 
@@ -181,5 +181,23 @@ async def test_a_settlement_whose_reply_was_lost_is_charged_once(
         await until(lambda: is_up(limiter) and shared_store.owed() == 0, "never sent again")
         assert held(store) == (COST, 0, 1)  # sent again, charged once
         assert shared_store._seen[budget_key()].micros == COST
+    finally:
+        await limiter.aclose()
+
+
+async def test_a_gateway_ready_for_traffic_has_loaded_its_scripts_and_opened_connections(
+    redis_server: RedisServer, store: redis.Redis
+) -> None:
+    """A gateway waits for this before it listens, so its first requests load no script and
+    open no connection to Redis."""
+    limiter = shared(limiter_for(LIMITS), redis_server.url)
+    try:
+        await limiter.ready(5)
+        shared_store = limiter._shared
+        assert shared_store is not None
+        scripts = (shared_store._admit, shared_store._settle, shared_store._renew)
+        assert all(store.script_exists(*(script.sha for script in scripts)))
+        names = [client.get("name") for client in store.client_list()]
+        assert names.count("gateway-ls-limits") >= WARM_CONNECTIONS
     finally:
         await limiter.aclose()
