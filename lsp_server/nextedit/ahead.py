@@ -3,10 +3,10 @@
 An editor asks for a next edit after a pause in typing, at the cursor the last change left
 (the VS Code extension waits 0.4 s). Everything the request needs but the model's answer
 depends only on the document and what the server has seen: the region, the edit history's
-diffs, the context snippets and the privacy verdict over all of them. Once typing pauses for
-`PAUSE_S`, and the context store has gathered what the change gave it, that work is done off
-the request's path, and the request that comes for the same state uses it; any other is
-assembled as it always was.
+diffs, the context snippets, the privacy verdict over all of them and each endpoint's call.
+Once typing pauses for `PAUSE_S`, and the context store has gathered what the change gave it,
+that work is done off the request's path, and the request that comes for the same state uses
+it; any other is assembled as it always was.
 
 There is at most one prepared request (a document event anywhere changes the history every
 prompt carries, so it drops it). Preparing yields to the event loop between its steps, so a
@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_server.backends.base import EditCall
+from lsp_server.config.model import EndpointConfig
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.reasons import Reason
 
@@ -43,6 +45,8 @@ class Prepared:
     stay_local: Reason | None
     state: tuple[Any, ...]
     until: float
+    # Each endpoint that may answer: the configuration its call was made for, and the call.
+    calls: Mapping[str, tuple[EndpointConfig | None, EditCall]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
-from lsp_server.backends.base import ContextChunk, Usage
+from lsp_server.backends.base import ContextChunk, EditCall, Usage
+from lsp_server.config.model import EndpointConfig
 from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.nextedit.ahead import PAUSE_S, Ahead, Prepared
@@ -117,7 +118,7 @@ class NextEditService:
         state = self._state()
         prepared = self._ahead.take(uri, text, offset, language, state, self.history.now())
         if prepared is not None:
-            return await self._route(prepared.request, prepared.stay_local, pinned)
+            return await self._route(prepared.request, prepared.stay_local, pinned, prepared.calls)
         request = self._assemble(uri, text, offset, language)
         return await self.answer(request, pinned=pinned)
 
@@ -167,14 +168,28 @@ class NextEditService:
             if self._state() != state:
                 return None
             stay_local = self._parts_reason(request)
-        return Prepared(request, stay_local, state, until=self.history.recent_until())
+        answerers = self.router.answerers("edit", stay_local)
+        local = (answerers.local,) if answerers.local is not None else ()
+        calls = {
+            e.name: (e.config, edit_call(request, e.config)) for e in (*answerers.remotes, *local)
+        }
+        until = self.history.recent_until()
+        return Prepared(request, stay_local, state, until, calls)
 
     async def _route(
-        self, request: EditRequest, stay_local: Reason | None, pinned: str | None
+        self,
+        request: EditRequest,
+        stay_local: Reason | None,
+        pinned: str | None,
+        calls: Mapping[str, tuple[EndpointConfig | None, EditCall]] | None = None,
     ) -> NextEdit:
+        """`calls`: each endpoint's call made ahead, used while its configuration stands."""
         answer_tokens = len(request.region_text) // 2 + 64
 
         def ask(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
+            made = calls.get(endpoint.name) if calls is not None else None
+            if made is not None and made[0] is endpoint.config:
+                return endpoint.backend.edit(made[1], usage)
             return endpoint.backend.edit(edit_call(request, endpoint.config), usage)
 
         routed = await self.router.edit(

@@ -152,6 +152,8 @@ class InlineRace:
         self._wake = asyncio.Event()
 
     async def run(self) -> RaceOutcome:
+        if self._parallel == 1 and len(self._queue) == 1:
+            return await self._run_alone()
         start = time.monotonic()
         deadline = start + self._deadline_s
         hedge_at = start + self._hedge_after_s
@@ -194,6 +196,22 @@ class InlineRace:
         finally:
             self._decided = True
             await self._cancel_running()
+
+    async def _run_alone(self) -> RaceOutcome:
+        """One candidate and no rider: nothing to hedge with or fall back to, so its attempt
+        runs in this task under the deadline, without a task of its own and the wake-ups
+        between the two (the same outcome as the race's loop gives)."""
+        attempt = Attempt(endpoint=self._queue.pop(0), started_at=time.monotonic(), hedge=False)
+        self._attempts.append(attempt)
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                await self._drive(attempt)
+        except TimeoutError:
+            return self._outcome(None, _usable_partial([attempt]), timed_out=True)
+        finally:
+            self._decided = True
+        winner = attempt if attempt.succeeded else None
+        return self._outcome(winner, winner.text if winner else "", timed_out=False)
 
     def _should_hedge(self, now: float, hedge_at: float, running: list[Attempt]) -> bool:
         """Once, when nothing running has a first token by `hedge_at`: a rider asked from the

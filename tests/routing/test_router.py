@@ -374,6 +374,23 @@ async def test_past_the_deadline_nothing_late_is_returned() -> None:
         await router.aclose()
 
 
+async def test_a_lone_endpoint_past_the_deadline_is_cut_off() -> None:
+    """With nothing to hedge with, the one attempt runs without a race loop: the deadline
+    still ends it, and its stream is closed."""
+    with FakeLLMServer(Behaviour(text=TEXT, latency_s=5), name="slow") as slow:
+        router = loopback_router(
+            make_config(endpoint("slow", slow.base_url), hedge_after_ms=100, deadline_ms=400)
+        )
+        started = time.monotonic()
+        routed = await router.inline(REQUEST)
+        assert time.monotonic() - started < 0.4 + 1.5
+        assert (routed.text, routed.endpoint, routed.timed_out) == ("", None, True)
+        assert routed.reason == "deadline"
+        assert await slow.wait_for_async(lambda s: s.disconnects >= 1)
+        assert router.decisions.recent()[-1].reason == "deadline"
+        await router.aclose()
+
+
 async def test_a_partial_answer_at_the_deadline_is_cut_to_whole_words() -> None:
     drip = Behaviour(text="alpha beta gamma delta epsilon\n", chunk_chars=3, chunk_delay_s=0.1)
     with FakeLLMServer(drip, name="drip") as dripping:
