@@ -142,3 +142,22 @@ KEYSTROKE = CODE + "\n\ndef diameter(radius: float) -> float:\n    return "
 
 async def collect_text(pieces: AsyncIterator[str]) -> str:
     return "".join([piece async for piece in pieces])
+
+
+@pytest.mark.model
+async def test_a_next_edit_on_every_core_writes_the_same_and_leaves_the_configured_threads(
+    coder: LocalBackend,
+) -> None:
+    import llama_cpp
+
+    llm = coder._llm
+    assert llm is not None
+    answers = []
+    for cores in (1, 2):
+        coder._edit_cores = cores
+        llm.reset()  # each reads its whole prompt
+        answers.append("".join([piece async for piece in coder.edit(EDIT_CALL, Usage())]))
+        assert llama_cpp.llama_n_threads(llm.ctx) == 1  # a keystroke after it: one thread
+
+    assert answers[0] == answers[1]
+    assert "def circumference(" in answers[1]

@@ -28,6 +28,7 @@ import codecs
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -63,8 +64,10 @@ from lsp_server.backends.local.completion_text import (
     indent_to_heal,
     more_lines_seconds,
 )
+from lsp_server.backends.local.edit_threads import EditThreads
 from lsp_server.backends.local.job import END, Job
 from lsp_server.backends.local.loading import load_failure_message, open_model
+from lsp_server.backends.local.machine_fit import threads_used
 from lsp_server.backends.local.pace import Pace
 from lsp_server.backends.local.prompt import CompletionPrompts
 from lsp_server.backends.local.prompt_abort import PromptAbort
@@ -108,6 +111,7 @@ class LocalBackend(LocalModel):
         # Next edits under way: a keystroke stops them (see `complete`).
         self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
+        self._edit_cores = os.cpu_count() or 1  # what a next edit may run on (`edit_threads`)
         self.prefills = 0
         self.tokens_read_ahead = 0
         self._closed = False
@@ -656,9 +660,8 @@ class LocalBackend(LocalModel):
     def _run_edit(self, job: Job, call: EditCall) -> None:
         """A next edit: the chat answer, greedy, with its copy of the region drafted from the
         prompt (`copy_decoding`) where the prompt is the model's own template's and no stop
-        sequence is asked for (else through the chat completion, one token a decode)."""
-        import llama_cpp
-
+        sequence is asked for (else through the chat completion, one token a decode); on every
+        core while they read faster than the configured threads (`edit_threads`)."""
         llm = self._require_model()
         prompt = None if call.stop else own_template_prompt(llm, call.messages)
         if prompt is None:
@@ -668,10 +671,34 @@ class LocalBackend(LocalModel):
             raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
         self._record_prompt(job, list(llm.eval_tokens), prompt)
-        with PromptAbort(llm, job.stop):
-            read_prompt(llm, prompt, job.stop, self._pace.read)
-        if job.stop.is_set():
-            return
+        threads = EditThreads(
+            llm,
+            configured=threads_used(self._config),
+            cores=self._edit_cores,
+            configured_tps=self._pace.prompt_tps,
+            configured_read=self._pace.read,
+        )
+        with threads:
+            with PromptAbort(llm, job.stop):
+                read_prompt(llm, prompt, job.stop, threads.on_step)
+            if job.stop.is_set():
+                return
+            stats = self._write_edit(job, llm, prompt, max_tokens)
+        self.copying.add(stats)
+        log.debug(
+            "local edit: %d tokens in %d decodes, %d of %d drafted kept, %d threads",
+            stats.tokens,
+            stats.decodes,
+            stats.kept,
+            stats.drafted,
+            threads.threads,
+        )
+
+    def _write_edit(
+        self, job: Job, llm: Llama, prompt: list[int], max_tokens: int
+    ) -> copy_decoding.CopyStats:
+        import llama_cpp
+
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stats = copy_decoding.CopyStats()
@@ -687,14 +714,7 @@ class LocalBackend(LocalModel):
             piece = text.decode(llm.detokenize([token]))
             if piece:
                 job.send(piece)
-        self.copying.add(stats)
-        log.debug(
-            "local edit: %d tokens in %d decodes, %d of %d drafted kept",
-            stats.tokens,
-            stats.decodes,
-            stats.kept,
-            stats.drafted,
-        )
+        return stats
 
     def _run_tool_chat(self, job: Job, request: ChatRequest) -> None:
         """A chat offering tools, through llama-cpp-python's ChatML function calling."""
