@@ -4,6 +4,7 @@ table.
 
     python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
                                      [--rounds 1] [--cores] [--keystroke-after 1.0]
+                                     [--interleaved]
 
 Each request is a next edit as the server asks it of the local model (`edit_call`): the rename
 case of the real-editor tests (a parameter renamed in a signature, its use below), then the
@@ -22,6 +23,10 @@ may run on every core (`edit_threads`), alternately; then, with `--keystroke-aft
 keystroke sent S seconds into each edit on each path, and its time to its first text beside
 the same keystroke with no edit under way (each with the KV cache emptied before the edit):
 what a wider edit costs the keystroke that stops it.
+
+`--interleaved`: a keystroke, the next edit, the keystroke again, the edit again, each on the
+cache the one before left: what each finds of its prompt there (`edit_cache`), and the edit
+again with its prompt not kept aside, as before.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ async def timed(
     llm = backend._llm
     assert llm is not None
     llm.reset()  # both paths read the whole prompt
+    backend._edit_saved = None
     decodes_before = backend.copying.decodes
     usage = Usage()
     started = time.perf_counter()
@@ -217,7 +223,58 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"{part}, {second} over {first}, median of the per-request ratios: {ratio:.2f}")
     if args.cores and args.keystroke_after is not None:
         await print_keystrokes(backend, args.limit, args.keystroke_after)
+    if args.interleaved:
+        await print_interleaved(backend, args.limit)
     await backend.aclose()
+
+
+async def edit_s(backend: LocalBackend, call: EditCall) -> float:
+    started = time.perf_counter()
+    await drain(backend.edit(call, Usage()))
+    return time.perf_counter() - started
+
+
+async def print_interleaved(backend: LocalBackend, limit: int) -> None:
+    """A next edit and a keystroke taking turns on the model: each one's time, and the next
+    edit's prompt tokens found in the cache, after the other ran (`edit_cache`); "before":
+    the edit's prompt not kept aside, as each keystroke's and edit's own turn found it."""
+    llm = backend._llm
+    assert llm is not None
+    print()
+    print("a next edit and a keystroke taking turns, s (prompt tokens found in the cache)")
+    print(
+        f"{'request':<26} {'keystroke':>10} {'edit':>12} {'keystroke':>10} "
+        f"{'edit, before':>13} {'edit, now':>13}"
+    )
+    columns: dict[str, list[float]] = {name: [] for name in ("k0", "e0", "k1", "before", "now")}
+    for name, request in requests(limit):
+        call = edit_call(request, None)
+        llm.reset()
+        backend._edit_saved = None
+        cold_keystroke = await first_text_s(backend)
+        cold_edit = await edit_s(backend, call)
+        cold_found = backend.last_reused_tokens
+        keystroke = await first_text_s(backend)  # after the edit
+        now = await edit_s(backend, call)
+        now_found = backend.last_reused_tokens
+        backend._edit_saved = None  # before: the keystroke's turn left nothing of the edit
+        await first_text_s(backend)
+        before = await edit_s(backend, call)
+        before_found = backend.last_reused_tokens
+        for key, value in zip(
+            columns, (cold_keystroke, cold_edit, keystroke, before, now), strict=True
+        ):
+            columns[key].append(value)
+        print(
+            f"{name:<26} {cold_keystroke:>10.2f} {cold_edit:>6.2f} ({cold_found:>3}) "
+            f"{keystroke:>10.2f} {before:>6.2f} ({before_found:>3}) {now:>6.2f} ({now_found:>3})",
+            flush=True,
+        )
+    print(
+        "p50: "
+        + ", ".join(f"{key} {statistics.median(values):.2f} s" for key, values in columns.items())
+        + " (k0: the keystroke first, e0: the edit after it, k1: the keystroke after the edit)"
+    )
 
 
 KEYSTROKE = CompletionRequest(
@@ -250,6 +307,7 @@ async def print_keystrokes(backend: LocalBackend, limit: int, after_s: float) ->
         row_s = []
         for path in ("alone", "configured", "cores"):
             llm.reset()
+            backend._edit_saved = None
             backend._edit_cores = 1 if path == "configured" else cores
             edit = None
             if path != "alone":
@@ -281,6 +339,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="each request this many times")
     parser.add_argument(
         "--cores", action="store_true", help="the configured threads against every core"
+    )
+    parser.add_argument(
+        "--interleaved", action="store_true", help="next edits and keystrokes taking turns"
     )
     parser.add_argument(
         "--keystroke-after", type=float, default=None, help="with --cores: a keystroke this late"

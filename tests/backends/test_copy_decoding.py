@@ -161,3 +161,23 @@ async def test_a_next_edit_on_every_core_writes_the_same_and_leaves_the_configur
 
     assert answers[0] == answers[1]
     assert "def circumference(" in answers[1]
+
+
+@pytest.mark.model
+async def test_a_keystroke_between_two_next_edits_costs_neither_its_prompt(
+    coder: LocalBackend,
+) -> None:
+    """The one KV cache serves both: each finds its prompt where the other ran in between
+    (`edit_cache`), and the edit writes the same answer from a cache put back."""
+    keystroke = CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=4)
+    await collect_text(coder.complete(keystroke))
+    first = await collect_text(coder.edit(EDIT_CALL, Usage()))
+    edit_prompt = coder.last_prompt_tokens
+
+    await collect_text(coder.complete(keystroke))
+    keystroke_prompt = coder.last_prompt_tokens
+    assert coder.last_reused_tokens >= keystroke_prompt - 1  # put back after the edit
+    again = await collect_text(coder.edit(EDIT_CALL, Usage()))
+
+    assert coder.last_reused_tokens == edit_prompt - 1  # kept aside through the keystroke
+    assert again == first

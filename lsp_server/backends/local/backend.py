@@ -51,7 +51,7 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
-from lsp_server.backends.local import copy_decoding
+from lsp_server.backends.local import copy_decoding, edit_cache
 from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.chat_messages import (
     chat_messages,
@@ -112,6 +112,7 @@ class LocalBackend(LocalModel):
         self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
         self._edit_cores = os.cpu_count() or 1  # what a next edit may run on (`edit_threads`)
+        self._edit_saved: edit_cache.Saved | None = None  # the last next edit's prompt
         self.prefills = 0
         self.tokens_read_ahead = 0
         self._closed = False
@@ -318,6 +319,7 @@ class LocalBackend(LocalModel):
             llm.close()
             return
         previous = self._llm
+        self._edit_saved = None
         self._adopt(llm, preset)
         self._model_path = Path(llm.model_path)
         if previous is not None:
@@ -465,6 +467,7 @@ class LocalBackend(LocalModel):
         self._worker.shutdown(wait=False)
 
     def _free(self) -> None:
+        self._edit_saved = None
         if self._llm is not None:
             self._llm.close()
             self._llm = None
@@ -670,6 +673,7 @@ class LocalBackend(LocalModel):
         if len(prompt) >= llm.n_ctx():
             raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
+        aside = self._edit_cache_in(llm, prompt)
         self._record_prompt(job, list(llm.eval_tokens), prompt)
         threads = EditThreads(
             llm,
@@ -678,12 +682,17 @@ class LocalBackend(LocalModel):
             configured_tps=self._pace.prompt_tps,
             configured_read=self._pace.read,
         )
-        with threads:
-            with PromptAbort(llm, job.stop):
-                read_prompt(llm, prompt, job.stop, threads.on_step)
-            if job.stop.is_set():
-                return
-            stats = self._write_edit(job, llm, prompt, max_tokens)
+        try:
+            with threads:
+                with PromptAbort(llm, job.stop):
+                    read_prompt(llm, prompt, job.stop, threads.on_step)
+                if job.stop.is_set():
+                    return
+                stats = self._write_edit(job, llm, prompt, max_tokens)
+        finally:
+            self._edit_saved = edit_cache.save(llm, len(prompt) - 1)
+            if aside is not None:
+                edit_cache.restore(llm, aside)
         self.copying.add(stats)
         log.debug(
             "local edit: %d tokens in %d decodes, %d of %d drafted kept, %d threads",
@@ -693,6 +702,16 @@ class LocalBackend(LocalModel):
             stats.drafted,
             threads.threads,
         )
+
+    def _edit_cache_in(self, llm: Llama, prompt: Sequence[int]) -> edit_cache.Saved | None:
+        """Give the cache the last next edit's prompt where that shares more of `prompt` than
+        the cache does (`edit_cache`); the keystrokes' state it held, put aside, if any."""
+        live = cached_tokens(llm, prompt)
+        aside = edit_cache.save(llm) if live == 0 else None  # else an edit's: not kept
+        saved = self._edit_saved
+        if saved is not None and edit_cache.shared(saved.tokens, prompt) > live:
+            edit_cache.restore(llm, saved)
+        return aside
 
     def _write_edit(
         self, job: Job, llm: Llama, prompt: list[int], max_tokens: int
