@@ -690,7 +690,8 @@ class LocalBackend(LocalModel):
                     return
                 stats = self._write_edit(job, llm, prompt, max_tokens)
         finally:
-            self._edit_saved = edit_cache.save(llm, len(prompt) - 1)
+            # What it read of its prompt (a stop before any keeps the last edit's).
+            self._edit_saved = edit_cache.save(llm, len(prompt) - 1) or self._edit_saved
             if aside is not None:
                 edit_cache.restore(llm, aside)
         self.copying.add(stats)
