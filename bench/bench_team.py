@@ -14,22 +14,24 @@ its own:
 - a CI job (`CI_TOKEN`) sending short chats as fast as its answers come, its limits tight
   where the gateway has limits (`[gateway.clients.CI_TOKEN]`).
 
-Every loop is bounded by the phase's end. The same load runs three times, `--seconds` each:
-straight to the model, through the two gateways, through two LiteLLM proxies sharing the same
-Redis (installed for the bench only; no Postgres, so no per-key limits or budgets: its row
-says so). Each request carries its number (`seq:N`), the model's draws are made from it, and
-the added latency is the difference between the same request through a gateway and straight,
-at p50 and p99; for the straight phase, the time over the model's own script for the request
-(the bench's own queueing, which must stay small for "added" to be the gateway's). Halfway
-through the gateway phase one gateway is killed (SIGKILL) in mid-
-stream: the requests it held are cut (counted apart), clients go to the other one as a load
-balancer would send them, and its leases must be reclaimed. At three quarters Redis is killed
-and started again: no request may fail. Latency is read before the first fault; errors over
-the whole phase.
+Every loop is bounded by the phase's end. The same load runs four times, `--seconds` each:
+straight to the model, straight again (read as a gateway's phase is: what "added" reads for a
+gateway that costs nothing, the bench's own resolution), through the two gateways, through two
+LiteLLM proxies sharing the same Redis (installed for the bench only; no Postgres, so no
+per-key limits or budgets: its row says so). Each request carries its number (`seq:N`), the
+model's draws are made from it, and the added latency is the difference between the same
+request through a gateway and straight, at p50 and p99; for the straight phase, the time over
+the model's own script for the request (the bench's own queueing, which must stay small for
+"added" to be the gateway's). Halfway through the gateway phase one gateway is killed
+(SIGKILL) in mid-stream: the requests it held are cut (counted apart), clients go to the other
+one as a load balancer would send them, and its leases must be reclaimed. At three quarters
+Redis is killed and started again: no request may fail. Latency is read before the first
+fault (and again without each phase's first `--warm-up` second); errors over the whole phase.
+How long each role's processes waited for a core is printed beside the cores they used.
 
 Sized for two shared cores. Needs `redis-server` (`make redis-server`).
 Run from the repository root: `python -m bench.bench_team [--seconds 20] [--editors 50]
-[--agents 200] [--load-processes 2] [--no-litellm]`.
+[--agents 200] [--load-processes 2] [--warm-up 1] [--no-litellm]`.
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ class Phase:
     # Time a role's processes were ready to run but waited for a core, in ms per second.
     waits: dict[str, float] = field(default_factory=dict)
     cpu_at_start: float = 0.0  # a load process's CPU time when the phase started
+    straight: bool = False  # sent straight to the model: no limits, no faults
 
     @property
     def ends(self) -> float:
@@ -689,8 +692,8 @@ def print_report(
         restart = phase.faults.get("redis")
         around = sum(abs(s.started - restart) < 5 for s in errors) if restart is not None else None
         cells += [str(len(phase.samples)), str(len(errors))]
-        cells += ["" if phase is direct else str(cut), "" if around is None else str(around)]
-        cells += ["", "", ""] if phase is direct else list(limits_cells(phase, with_limits))
+        cells += ["" if phase.straight else str(cut), "" if around is None else str(around)]
+        cells += ["", "", ""] if phase.straight else list(limits_cells(phase, with_limits))
         print("| " + " | ".join(cells) + " |")
     for phase in [direct, *phases]:
         if phase.name in missing:
@@ -699,7 +702,7 @@ def print_report(
         for sample in errors[:3]:
             print(f"  {phase.name}: {sample.kind} {sample.target}: {sample.detail}")
         ci = [s for s in phase.samples if s.kind == "ci"]
-        if phase is not direct and ci:
+        if not phase.straight and ci:
             killed_at = phase.faults.get("kill", phase.ends)
             # Admitted ones only: a refused request is in flight on the client's side too, for
             # as long as its 429 takes to come back.
@@ -776,8 +779,27 @@ def main(argv: list[str] | None = None) -> int:
             process(upstream_args, f"{upstream}/models", workdir / "model.log")
         )
         redis = stack.enter_context(RedisServer())
-        direct = Phase("straight to the model", Targets([upstream]), tokens, args.seconds, **sizes)
+        direct = Phase(
+            "straight to the model",
+            Targets([upstream]),
+            tokens,
+            args.seconds,
+            **sizes,
+            straight=True,
+        )
         run_load(direct, [], {"the model": [model]})
+        # The same requests straight once more, read as a gateway's phase is (its first half):
+        # what "added" reads for a gateway that costs nothing, the bench's own resolution.
+        again = replace(
+            direct,
+            name="straight again",
+            targets=Targets([upstream]),
+            samples=[],
+            steady=0.5,
+            cores={},
+            waits={},
+        )
+        run_load(again, [], {"the model": [model]})
 
         with gateways(workdir, upstream, redis, with_limits) as children:
             team = Phase(
@@ -829,7 +851,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
-    print_report([team, peer], direct, missing, with_limits, args.warm_up)
+    print_report([again, team, peer], direct, missing, with_limits, args.warm_up)
     return 0
 
 

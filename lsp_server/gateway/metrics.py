@@ -10,7 +10,7 @@ Nothing of a request (no prompt, path or id) is a label.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
@@ -76,8 +76,12 @@ def outcome_of(status: int) -> str:
     return "client_error" if status < 500 else "error"
 
 
+# Each endpoint's name and health ("healthy", "degraded", "half_open", "open").
+EndpointHealth = Callable[[], Iterable[tuple[str, str]]]
+
+
 class GatewayMetrics:
-    def __init__(self, endpoint_health: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, endpoint_health: EndpointHealth) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("endpoint", "task_class")
         self.requests = Counter(
@@ -178,7 +182,7 @@ class GatewayMetrics:
 class _Breakers(Collector):
     """Each endpoint's breaker, read when scraped: 0 closed, 0.5 half-open, 1 open."""
 
-    def __init__(self, endpoint_health: Callable[[], list[dict[str, Any]]]) -> None:
+    def __init__(self, endpoint_health: EndpointHealth) -> None:
         self._health = endpoint_health
 
     def collect(self) -> Iterator[Metric]:
@@ -187,9 +191,8 @@ class _Breakers(Collector):
             "Circuit breaker per endpoint: 0 closed, 0.5 half-open, 1 open.",
             labels=("endpoint",),
         )
-        for endpoint in self._health():
-            state = BREAKER_STATES.get(str(endpoint.get("health")), 0.0)
-            family.add_metric((str(endpoint.get("name")),), state)
+        for name, health in self._health():
+            family.add_metric((name,), BREAKER_STATES.get(health, 0.0))
         yield family
 
     def describe(self) -> Iterator[Metric]:

@@ -611,6 +611,11 @@ class Router:
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
 
+    def endpoint_health(self) -> list[tuple[str, str]]:
+        """Each endpoint's name and health, as `status` gives them, without the rest of it (a
+        metrics scrape reads only this)."""
+        return [(e.name, _health(e)) for e in self.pool.all()]
+
     def _config_view(self) -> dict[str, Any]:
         """The configuration as the status shows it, made again only when the configuration
         is replaced (it is a frozen value); read, never changed, by whoever reads the status."""
@@ -693,13 +698,17 @@ def _failures(attempts: list[Attempt]) -> tuple[EndpointFailure, ...]:
     return tuple(a.error.failure for a in attempts if a.error)
 
 
-def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
-    stats = endpoint.stats
+def _health(endpoint: Endpoint) -> str:
+    """The breaker's state, or, while it is closed, whether errors are frequent."""
     state = endpoint.breaker.state
     if state is BreakerState.CLOSED:
-        health = "degraded" if (stats.error_rate.value or 0.0) > 0.2 else "healthy"
-    else:
-        health = state.value
+        return "degraded" if (endpoint.stats.error_rate.value or 0.0) > 0.2 else "healthy"
+    return state.value
+
+
+def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
+    stats = endpoint.stats
+    health = _health(endpoint)
     config = endpoint.config
     return {
         "name": endpoint.name,

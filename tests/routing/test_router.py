@@ -303,6 +303,7 @@ async def test_server_errors_open_the_breaker_and_traffic_goes_elsewhere() -> No
         assert "bad: server" in (router.decisions.recent()[-1].detail or "")
         status = served_by(router, "bad")
         assert status["health"] == "open" and status["errors"] == 3
+        assert dict(router.endpoint_health()) == {"bad": "open", "good": "healthy"}
         assert "HTTP 500" in (status["last_error"] or "")
 
         asked = len(bad.requests)
