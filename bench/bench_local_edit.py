@@ -1,8 +1,10 @@
 """The local model's next edit, written with drafts from its prompt against one token a decode,
-on the same requests in the same run; prints a table.
+or on all cores against the configured threads, on the same requests in the same run; prints a
+table.
 
     python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
-                                     [--rounds 1]
+                                     [--rounds 1] [--cores] [--keystroke-after 1.0]
+                                     [--interleaved]
 
 Each request is a next edit as the server asks it of the local model (`edit_call`): the rename
 case of the real-editor tests (a parameter renamed in a signature, its use below), then the
@@ -15,6 +17,16 @@ writing), its milliseconds per token, the tokens per decode, and whether both wr
 First, what one decode of n tokens costs after a 300-token prompt, with logits at every
 position (as a drafted decode asks) and at the last only (as a prompt is read): what a draft
 must save to pay.
+
+`--cores`: the drafted edit with the configured threads alone against the shipped one, which
+may run on every core (`edit_threads`), alternately; then, with `--keystroke-after S`, a
+keystroke sent S seconds into each edit on each path, and its time to its first text beside
+the same keystroke with no edit under way (each with the KV cache emptied before the edit):
+what a wider edit costs the keystroke that stops it.
+
+`--interleaved`: a keystroke, the next edit, the keystroke again, the edit again, each on the
+cache the one before left: what each finds of its prompt there (`edit_cache`), and the edit
+again with its prompt not kept aside, as before.
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_next_edit import chosen_tasks
 from next_edit_set import Task
 
-from lsp_server.backends.base import EditCall, Usage
+from lsp_server.backends.base import CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import _fill
 from lsp_server.config.model import LocalConfig
@@ -104,6 +116,7 @@ async def timed(
     llm = backend._llm
     assert llm is not None
     llm.reset()  # both paths read the whole prompt
+    backend._edit_saved = None
     decodes_before = backend.copying.decodes
     usage = Usage()
     started = time.perf_counter()
@@ -177,29 +190,145 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     print(header)
     print("-" * len(header))
-    totals: dict[str, list[float]] = {"chat": [], "drafted": []}
-    writing: dict[str, list[float]] = {"chat": [], "drafted": []}
+    first, second = ("configured", "cores") if args.cores else ("chat", "drafted")
+    totals: dict[str, list[float]] = {first: [], second: []}
+    writing: dict[str, list[float]] = {first: [], second: []}
+    cores = backend._edit_cores
     for name, request in requests(args.limit):
         call: EditCall = edit_call(request, None)
         for _ in range(args.rounds):
-            chat = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
-            drafted = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
-            same = chat.text == drafted.text
-            for path, timing in (("chat", chat), ("drafted", drafted)):
+            if args.cores:
+                backend._edit_cores = 1
+                one = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                backend._edit_cores = cores
+                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+            else:
+                one = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
+                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+            same = one.text == other.text
+            for path, timing in ((first, one), (second, other)):
                 print(row(name, path, timing, same), flush=True)
                 totals[path].append(timing.first_s + timing.rest_s)
                 writing[path].append(timing.rest_s)
-    await backend.aclose()
     print(f"load average after {os.getloadavg()[0]:.2f}")
-    for path in ("chat", "drafted"):
+    for path in (first, second):
         print(
             f"{path}: total p50 {statistics.median(totals[path]):.2f} s, "
             f"writing p50 {statistics.median(writing[path]):.2f} s"
         )
-    ratio = statistics.median(
-        w / c for w, c in zip(writing["drafted"], writing["chat"], strict=True)
+    for part, figures in (("writing", writing), ("total", totals)):
+        ratio = statistics.median(
+            b / a for b, a in zip(figures[second], figures[first], strict=True)
+        )
+        print(f"{part}, {second} over {first}, median of the per-request ratios: {ratio:.2f}")
+    if args.cores and args.keystroke_after is not None:
+        await print_keystrokes(backend, args.limit, args.keystroke_after)
+    if args.interleaved:
+        await print_interleaved(backend, args.limit)
+    await backend.aclose()
+
+
+async def edit_s(backend: LocalBackend, call: EditCall) -> float:
+    started = time.perf_counter()
+    await drain(backend.edit(call, Usage()))
+    return time.perf_counter() - started
+
+
+async def print_interleaved(backend: LocalBackend, limit: int) -> None:
+    """A next edit and a keystroke taking turns on the model: each one's time, and the next
+    edit's prompt tokens found in the cache, after the other ran (`edit_cache`); "before":
+    the edit's prompt not kept aside, as each keystroke's and edit's own turn found it."""
+    llm = backend._llm
+    assert llm is not None
+    print()
+    print("a next edit and a keystroke taking turns, s (prompt tokens found in the cache)")
+    print(
+        f"{'request':<26} {'keystroke':>10} {'edit':>12} {'keystroke':>10} "
+        f"{'edit, before':>13} {'edit, now':>13}"
     )
-    print(f"writing, drafted over chat, median of the per-request ratios: {ratio:.2f}")
+    columns: dict[str, list[float]] = {name: [] for name in ("k0", "e0", "k1", "before", "now")}
+    for name, request in requests(limit):
+        call = edit_call(request, None)
+        llm.reset()
+        backend._edit_saved = None
+        cold_keystroke = await first_text_s(backend)
+        cold_edit = await edit_s(backend, call)
+        cold_found = backend.last_reused_tokens
+        keystroke = await first_text_s(backend)  # after the edit
+        now = await edit_s(backend, call)
+        now_found = backend.last_reused_tokens
+        backend._edit_saved = None  # before: the keystroke's turn left nothing of the edit
+        await first_text_s(backend)
+        before = await edit_s(backend, call)
+        before_found = backend.last_reused_tokens
+        for key, value in zip(
+            columns, (cold_keystroke, cold_edit, keystroke, before, now), strict=True
+        ):
+            columns[key].append(value)
+        print(
+            f"{name:<26} {cold_keystroke:>10.2f} {cold_edit:>6.2f} ({cold_found:>3}) "
+            f"{keystroke:>10.2f} {before:>6.2f} ({before_found:>3}) {now:>6.2f} ({now_found:>3})",
+            flush=True,
+        )
+    print(
+        "p50: "
+        + ", ".join(f"{key} {statistics.median(values):.2f} s" for key, values in columns.items())
+        + " (k0: the keystroke first, e0: the edit after it, k1: the keystroke after the edit)"
+    )
+
+
+KEYSTROKE = CompletionRequest(
+    prefix="import statistics\n\n\ndef average(values):\n    return ",
+    suffix="\n",
+    max_tokens=8,
+)
+
+
+async def first_text_s(backend: LocalBackend) -> float:
+    started = time.perf_counter()
+    async for piece in backend.complete(KEYSTROKE):
+        if piece:
+            break
+    return time.perf_counter() - started
+
+
+async def print_keystrokes(backend: LocalBackend, limit: int, after_s: float) -> None:
+    """A keystroke `after_s` into each edit, on the configured threads and on all cores, and
+    alone: its time to the first text."""
+    llm = backend._llm
+    assert llm is not None
+    cores = backend._edit_cores
+    seconds: dict[str, list[float]] = {"alone": [], "configured": [], "cores": []}
+    print()
+    print(f"a keystroke {after_s:.1f} s into a next edit: its time to the first text, s")
+    print(f"{'request':<26} {'alone':>8} {'configured':>11} {'cores':>8}")
+    for name, request in requests(limit):
+        call = edit_call(request, None)
+        row_s = []
+        for path in ("alone", "configured", "cores"):
+            llm.reset()
+            backend._edit_saved = None
+            backend._edit_cores = 1 if path == "configured" else cores
+            edit = None
+            if path != "alone":
+                edit = asyncio.create_task(drain(backend.edit(call, Usage())))
+                await asyncio.sleep(after_s)
+            took = await first_text_s(backend)
+            if edit is not None:
+                await edit
+            seconds[path].append(took)
+            row_s.append(took)
+        backend._edit_cores = cores
+        print(f"{name:<26} {row_s[0]:>8.2f} {row_s[1]:>11.2f} {row_s[2]:>8.2f}", flush=True)
+    print(
+        "p50: "
+        + ", ".join(f"{path} {statistics.median(times):.2f} s" for path, times in seconds.items())
+    )
+
+
+async def drain(pieces: AsyncIterator[str]) -> None:
+    async for _piece in pieces:
+        pass
 
 
 def main() -> None:
@@ -208,6 +337,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--limit", type=int, default=6, help="bench_next_edit's first N edits")
     parser.add_argument("--rounds", type=int, default=1, help="each request this many times")
+    parser.add_argument(
+        "--cores", action="store_true", help="the configured threads against every core"
+    )
+    parser.add_argument(
+        "--interleaved", action="store_true", help="next edits and keystrokes taking turns"
+    )
+    parser.add_argument(
+        "--keystroke-after", type=float, default=None, help="with --cores: a keystroke this late"
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 

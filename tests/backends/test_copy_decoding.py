@@ -142,3 +142,42 @@ KEYSTROKE = CODE + "\n\ndef diameter(radius: float) -> float:\n    return "
 
 async def collect_text(pieces: AsyncIterator[str]) -> str:
     return "".join([piece async for piece in pieces])
+
+
+@pytest.mark.model
+async def test_a_next_edit_on_every_core_writes_the_same_and_leaves_the_configured_threads(
+    coder: LocalBackend,
+) -> None:
+    import llama_cpp
+
+    llm = coder._llm
+    assert llm is not None
+    answers = []
+    for cores in (1, 2):
+        coder._edit_cores = cores
+        llm.reset()  # each reads its whole prompt
+        answers.append("".join([piece async for piece in coder.edit(EDIT_CALL, Usage())]))
+        assert llama_cpp.llama_n_threads(llm.ctx) == 1  # a keystroke after it: one thread
+
+    assert answers[0] == answers[1]
+    assert "def circumference(" in answers[1]
+
+
+@pytest.mark.model
+async def test_a_keystroke_between_two_next_edits_costs_neither_its_prompt(
+    coder: LocalBackend,
+) -> None:
+    """The one KV cache serves both: each finds its prompt where the other ran in between
+    (`edit_cache`), and the edit writes the same answer from a cache put back."""
+    keystroke = CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=4)
+    await collect_text(coder.complete(keystroke))
+    first = await collect_text(coder.edit(EDIT_CALL, Usage()))
+    edit_prompt = coder.last_prompt_tokens
+
+    await collect_text(coder.complete(keystroke))
+    keystroke_prompt = coder.last_prompt_tokens
+    assert coder.last_reused_tokens >= keystroke_prompt - 1  # put back after the edit
+    again = await collect_text(coder.edit(EDIT_CALL, Usage()))
+
+    assert coder.last_reused_tokens == edit_prompt - 1  # kept aside through the keystroke
+    assert again == first

@@ -28,6 +28,7 @@ import codecs
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -50,7 +51,7 @@ from lsp_server.backends.bundled_model import (
     Progress,
     resolve_model_path,
 )
-from lsp_server.backends.local import copy_decoding
+from lsp_server.backends.local import copy_decoding, edit_cache
 from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.chat_messages import (
     chat_messages,
@@ -63,8 +64,10 @@ from lsp_server.backends.local.completion_text import (
     indent_to_heal,
     more_lines_seconds,
 )
+from lsp_server.backends.local.edit_threads import EditThreads
 from lsp_server.backends.local.job import END, Job
 from lsp_server.backends.local.loading import load_failure_message, open_model
+from lsp_server.backends.local.machine_fit import threads_used
 from lsp_server.backends.local.pace import Pace
 from lsp_server.backends.local.prompt import CompletionPrompts
 from lsp_server.backends.local.prompt_abort import PromptAbort
@@ -108,6 +111,8 @@ class LocalBackend(LocalModel):
         # Next edits under way: a keystroke stops them (see `complete`).
         self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
+        self._edit_cores = os.cpu_count() or 1  # what a next edit may run on (`edit_threads`)
+        self._edit_saved: edit_cache.Saved | None = None  # the last next edit's prompt
         self.prefills = 0
         self.tokens_read_ahead = 0
         self._closed = False
@@ -314,6 +319,7 @@ class LocalBackend(LocalModel):
             llm.close()
             return
         previous = self._llm
+        self._edit_saved = None
         self._adopt(llm, preset)
         self._model_path = Path(llm.model_path)
         if previous is not None:
@@ -461,6 +467,7 @@ class LocalBackend(LocalModel):
         self._worker.shutdown(wait=False)
 
     def _free(self) -> None:
+        self._edit_saved = None
         if self._llm is not None:
             self._llm.close()
             self._llm = None
@@ -656,9 +663,8 @@ class LocalBackend(LocalModel):
     def _run_edit(self, job: Job, call: EditCall) -> None:
         """A next edit: the chat answer, greedy, with its copy of the region drafted from the
         prompt (`copy_decoding`) where the prompt is the model's own template's and no stop
-        sequence is asked for (else through the chat completion, one token a decode)."""
-        import llama_cpp
-
+        sequence is asked for (else through the chat completion, one token a decode); on every
+        core while they read faster than the configured threads (`edit_threads`)."""
         llm = self._require_model()
         prompt = None if call.stop else own_template_prompt(llm, call.messages)
         if prompt is None:
@@ -667,11 +673,52 @@ class LocalBackend(LocalModel):
         if len(prompt) >= llm.n_ctx():
             raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
+        aside = self._edit_cache_in(llm, prompt)
         self._record_prompt(job, list(llm.eval_tokens), prompt)
-        with PromptAbort(llm, job.stop):
-            read_prompt(llm, prompt, job.stop, self._pace.read)
-        if job.stop.is_set():
-            return
+        threads = EditThreads(
+            llm,
+            configured=threads_used(self._config),
+            cores=self._edit_cores,
+            configured_tps=self._pace.prompt_tps,
+            configured_read=self._pace.read,
+        )
+        try:
+            with threads:
+                with PromptAbort(llm, job.stop):
+                    read_prompt(llm, prompt, job.stop, threads.on_step)
+                if job.stop.is_set():
+                    return
+                stats = self._write_edit(job, llm, prompt, max_tokens)
+        finally:
+            # What it read of its prompt (a stop before any keeps the last edit's).
+            self._edit_saved = edit_cache.save(llm, len(prompt) - 1) or self._edit_saved
+            if aside is not None:
+                edit_cache.restore(llm, aside)
+        self.copying.add(stats)
+        log.debug(
+            "local edit: %d tokens in %d decodes, %d of %d drafted kept, %d threads",
+            stats.tokens,
+            stats.decodes,
+            stats.kept,
+            stats.drafted,
+            threads.threads,
+        )
+
+    def _edit_cache_in(self, llm: Llama, prompt: Sequence[int]) -> edit_cache.Saved | None:
+        """Give the cache the last next edit's prompt where that shares more of `prompt` than
+        the cache does (`edit_cache`); the keystrokes' state it held, put aside, if any."""
+        live = cached_tokens(llm, prompt)
+        aside = edit_cache.save(llm) if live == 0 else None  # else an edit's: not kept
+        saved = self._edit_saved
+        if saved is not None and edit_cache.shared(saved.tokens, prompt) > live:
+            edit_cache.restore(llm, saved)
+        return aside
+
+    def _write_edit(
+        self, job: Job, llm: Llama, prompt: list[int], max_tokens: int
+    ) -> copy_decoding.CopyStats:
+        import llama_cpp
+
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stats = copy_decoding.CopyStats()
@@ -687,14 +734,7 @@ class LocalBackend(LocalModel):
             piece = text.decode(llm.detokenize([token]))
             if piece:
                 job.send(piece)
-        self.copying.add(stats)
-        log.debug(
-            "local edit: %d tokens in %d decodes, %d of %d drafted kept",
-            stats.tokens,
-            stats.decodes,
-            stats.kept,
-            stats.drafted,
-        )
+        return stats
 
     def _run_tool_chat(self, job: Job, request: ChatRequest) -> None:
         """A chat offering tools, through llama-cpp-python's ChatML function calling."""
