@@ -46,7 +46,7 @@ from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, defau
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import EndpointConfig
-from lsp_server.lsp.protocol import JsonCodecWriting
+from lsp_server.lsp.protocol import DispatchByClass, JsonCodecWriting
 from lsp_server.lsp.stdio_transport import read_messages
 
 TEXT = "compute(a, b)\n"
@@ -95,8 +95,9 @@ def json_results_converter() -> cattrs.Converter:
     return converter
 
 
-class LeanClientProtocol(JsonCodecWriting, LanguageServerProtocol):
-    """pygls' client protocol writing with orjson (`json_codec`), as the server does."""
+class LeanClientProtocol(JsonCodecWriting, DispatchByClass, LanguageServerProtocol):
+    """pygls' client protocol writing with orjson (`json_codec`) and telling messages apart by
+    class, as the server does."""
 
 
 async def start_lean_io(client: LanguageClient, *args: str, env: dict[str, str]) -> None:

@@ -28,7 +28,8 @@ as it would), a pause (`--pause-ms`, 400 by default: the VS Code extension asks 
 edit after 400 ms without typing), then the requests at the cursor the keystroke left.
 `--method static` is the method before it: no change, no pause, a request on each line of an
 unchanging document in turn (no history, nothing prepared ahead). The direct next-edit request
-carries no history (nor does the floor's): the zero-latency endpoint answers alike.
+carries the history gateway-ls holds (the bench keeps the same `EditHistory`), so it is the
+call gateway-ls makes; the floor's carries none.
 
 The client is lean by default (`--client lean`): pygls' client writing and parsing JSON-RPC
 with orjson as the server does, on uvloop (libuv, the event loop of VS Code and Neovim, which
@@ -69,6 +70,7 @@ from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.core.engine import Engine
 from lsp_server.event_loop import run_on_fastest_loop
+from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
@@ -185,6 +187,8 @@ async def measure(requests: int, workdir: Path, method: Method) -> Run:
             document = Typing()
             for each in (client, floor_client):
                 open_document(each, uri, document.text)
+            history = EditHistory()  # what gateway-ls's holds: the direct request carries it
+            history.opened(uri, document.text)
             config = EndpointConfig(
                 name="direct",
                 kind="inception",
@@ -207,6 +211,7 @@ async def measure(requests: int, workdir: Path, method: Method) -> Run:
                         change = document.keystroke(uri, line)
                         for each in (client, floor_client):
                             each.text_document_did_change(change)
+                        history.changed(uri, "edits.py", document.text, line)
                         await asyncio.sleep(method.pause_s)
                     else:
                         line = index % LINES
@@ -219,6 +224,7 @@ async def measure(requests: int, workdir: Path, method: Method) -> Run:
                         text=source,
                         cursor=offset,
                         region=editable_region(source, offset),
+                        history=history.recent(),
                     )
                     at = (line, character)
                     edit_at = (document.version, *at)

@@ -6,9 +6,15 @@ about a third of its own share of the time to its `initialize` answer. Afterward
 imported is frozen (left out of every later pass), which also makes the passes during
 keystrokes shorter.
 
-A server freezes again once it is built and warmed up (`frozen_for_serving`): its engine, its
-connections and the first requests' caches live as long as the process, and every full pass
-under load would walk them again while requests wait.
+A server freezes again once it is built and warmed up (`frozen_for_serving`): its engine and
+its connections live as long as the process, and every full pass under load would walk them
+again while requests wait. Frozen, they no longer count either in what decides when the next
+full pass comes (one once the objects moved to the oldest generation since the last pass reach
+a quarter of those it kept), so full passes would come several times as often, each walking
+every request in flight: at a team's load (bench_team) one every 5 s holding the event loop
+10 to 19 ms. A server therefore makes them come at most every `FULL_PASS_EVERY` passes of the
+middle generation (each a few milliseconds; about a minute apart at that load), which is also
+how long cyclic garbage that reached the oldest generation may wait.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+FULL_PASS_EVERY = 100  # passes of the middle generation; Python's own default is 10
 
 
 @contextmanager
@@ -32,6 +40,8 @@ def collection_held_off() -> Iterator[None]:
 
 def frozen_for_serving() -> None:
     """Collect what start-up left behind, then leave everything alive now out of every later
-    pass: a server about to take traffic."""
+    pass, and full passes rarer: a server about to take traffic."""
     gc.collect()
     gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_PASS_EVERY)

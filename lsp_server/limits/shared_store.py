@@ -55,7 +55,7 @@ HEARTBEAT_S = 1.0
 ALIVE_MS = 3500  # a gateway whose last heartbeat is older is not counted
 LEASE_S = 10.0  # an in-flight request not renewed for this long is reclaimed
 RENEW_EVERY_S = 3.0
-# Connections opened with the first heartbeat, for admissions that come at the same moment.
+# Connections opened before a gateway takes traffic (`ready`), for admissions that come at once.
 WARM_CONNECTIONS = 4
 LEDGER_RETENTION_S = 35 * 24 * 3600  # a month's usage and a few days
 SETTLE_BATCH = 256  # settlements and ledger entries sent in one script call, at most

@@ -13,7 +13,8 @@
 - A request after `shutdown` is answered with Invalid Request, as LSP requires; pygls drops it
   and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
-- Messages are written with orjson (see `json_codec`), and without logging each whole message.
+- Messages are written with orjson (see `json_codec`), and without logging each whole message;
+  a message's kind is told once per message class (see `DispatchByClass`).
 - The params of a method lsprotocol has no type for (the next edit's, the cursor report's)
   stay JSON (see `json_params_converter`).
 """
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 from collections.abc import Generator
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from lsprotocol import types
 from pygls.exceptions import (
     JsonRpcException,
@@ -44,6 +47,7 @@ from pygls.protocol import (
     LanguageServerProtocol,
     default_converter,
 )
+from pygls.protocol.json_rpc import RPCError, RPCNotification, RPCRequest, RPCResponse
 from pygls.protocol.language_server import lsp_method
 
 from lsp_server import json_codec
@@ -114,7 +118,53 @@ class JsonCodecWriting(JsonRPCProtocol):
             self._server._report_server_error(error, JsonRpcInternalError)
 
 
-class GatewayProtocol(JsonCodecWriting, LanguageServerProtocol):
+class DispatchByClass(JsonRPCProtocol):
+    """pygls' `handle_message`, telling a request, a notification and a response apart once
+    per message class. pygls asks runtime-checkable Protocols for every message, which Python
+    3.11 answers by walking their attributes: about 13 µs for a request and 38 µs for a
+    response. The messages are attrs classes, whose instances all have the same attributes,
+    so the answer for the first instance of a class is the answer for all; any other message
+    goes through pygls as it is."""
+
+    def handle_message(self, message: Any) -> None:
+        kind = message_kind(message)
+        if kind is None:
+            super().handle_message(message)
+            return
+        if message.jsonrpc != self.VERSION:
+            log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", message)
+            return
+        if self._shutdown and getattr(message, "method", "") != types.EXIT:
+            log.warning("the server is shutting down: ignoring %.200r", message)
+            return
+        context = contextvars.copy_context()
+        if kind is RPCRequest:
+            context.run(self._handle_request, message.id, message.method, message.params)
+        elif kind is RPCNotification:
+            context.run(self._handle_notification, message.method, message.params)
+        elif kind is RPCResponse:
+            context.run(self._handle_response, message.id, message.result)
+        else:
+            context.run(self._handle_response, message.id, None, message.error)
+
+
+# The Protocol pygls finds an attrs message class's instances to follow (`RPCError` when none
+# of the others), by class: one entry per message class there is.
+_KINDS: dict[type[Any], type[Any]] = {}
+_PYGLS_ORDER = (RPCRequest, RPCNotification, RPCResponse)
+
+
+def message_kind(message: Any) -> type[Any] | None:
+    """pygls' answer for `message`, remembered for its class; None: not an attrs class."""
+    cls = type(message)
+    kind = _KINDS.get(cls)
+    if kind is None and attrs.has(cls):
+        kind = next((k for k in _PYGLS_ORDER if isinstance(message, k)), RPCError)
+        _KINDS[cls] = kind
+    return kind
+
+
+class GatewayProtocol(JsonCodecWriting, DispatchByClass, LanguageServerProtocol):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self._linked: dict[object, asyncio.Task[object]] = {}
