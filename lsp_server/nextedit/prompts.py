@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lsp_server.backends.base import EditCall
 from lsp_server.config.model import EditFormat, EndpointConfig
 from lsp_server.config.providers import edit_format, edit_path
@@ -24,6 +26,8 @@ def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall
         prompt = zeta_format.zeta_prompt(request, context)
         return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=zeta_format.STOP)
     lines = LOCAL_CONTEXT_LINES if endpoint is None else CONTEXT_LINES
+    if endpoint is None:
+        request = replace(request, snippets=())
     context = context_window(request.text, request.region, lines)
     if form == "sweep":
         prompt = sweep_format.sweep_prompt(request, context)

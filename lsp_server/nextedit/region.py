@@ -21,7 +21,11 @@ CONTEXT_LINES = 150
 # context into the region. On bench_next_edit's first 10 edit and 10 nothing-to-do tasks
 # Qwen2.5-Coder 0.5B scored, with 16 lines, 4 and none: edit similarity 55.6, 57.5 and 59.2,
 # false edits 3, 3 and 2 of 10, and read a median 230 tokens fewer with none (bench/README.md,
-# "Next-edit quality").
+# "Next-edit quality"). For the same reasons it reads no recently viewed snippets either: the
+# shipped presets take no context beyond the file (`context_tokens` 0, where bench_quality found
+# it no help), and the 1024 tokens a remote prompt may carry would take the 0.5B 8 s to read on
+# two free cores (about 130 tokens a second, bench/README.md, "A local next edit inside
+# `local.deadline_ms`?").
 LOCAL_CONTEXT_LINES = 0
 _GUESSED_LINE_CHARS = 64  # the first stretch searched for line breaks, per line
 

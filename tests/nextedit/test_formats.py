@@ -146,6 +146,24 @@ def test_the_local_model_sees_a_shorter_stretch_of_the_file() -> None:
     assert far in edit_call(asked, remote).messages[-1].content
 
 
+def test_the_local_model_reads_no_recently_viewed_snippets() -> None:
+    """A snippet the context store ranked reaches a chat endpoint's prompt, never the local
+    model's: a CPU model reads every token before it writes (`LOCAL_CONTEXT_LINES`)."""
+    text = "def scale(amount, factor):\n    return value * factor\n"
+    snippet = ContextChunk("units.py", "def convert(value, unit):\n    pass")
+    asked = EditRequest(
+        uri="s.py",
+        path="s.py",
+        text=text,
+        cursor=16,
+        region=editable_region(text, 16),
+        snippets=(snippet,),
+    )
+    remote = EndpointConfig("chat", "openai", "http://127.0.0.1:1/v1", "m", roles=("edit",))
+    assert "def convert(value, unit)" in edit_call(asked, remote).messages[-1].content
+    assert "def convert(value, unit)" not in edit_call(asked, None).messages[-1].content
+
+
 @given(st.text("ab\n", max_size=9000), st.data())
 def test_the_stretch_a_diff_compares_ends_where_the_texts_first_and_last_differ(
     before: str, data: st.DataObject
