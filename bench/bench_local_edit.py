@@ -4,7 +4,7 @@ table.
 
     python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
                                      [--rounds 1] [--cores] [--keystroke-after 1.0]
-                                     [--interleaved]
+                                     [--interleaved] [--busy]
 
 Each request is a next edit as the server asks it of the local model (`edit_call`): the rename
 case of the real-editor tests (a parameter renamed in a signature, its use below), then the
@@ -24,6 +24,8 @@ keystroke sent S seconds into each edit on each path, and its time to its first 
 the same keystroke with no edit under way (each with the KV cache emptied before the edit):
 what a wider edit costs the keystroke that stops it.
 
+`--busy`: one core held by a busy loop throughout (a build beside the editor).
+
 `--interleaved`: a keystroke, the next edit, the keystroke again, the edit again, each on the
 cache the one before left: what each finds of its prompt there (`edit_cache`), and the edit
 again with its prompt not kept aside, as before.
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -55,6 +58,7 @@ from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
+from tests.support.busy_machine import one_core_busy
 
 RENAME_BEFORE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAME_AFTER = RENAME_BEFORE.replace("(value,", "(amount,")
@@ -340,13 +344,16 @@ def main() -> None:
     parser.add_argument(
         "--cores", action="store_true", help="the configured threads against every core"
     )
+    parser.add_argument("--busy", action="store_true", help="one core held by a busy loop")
     parser.add_argument(
         "--interleaved", action="store_true", help="next edits and keystrokes taking turns"
     )
     parser.add_argument(
         "--keystroke-after", type=float, default=None, help="with --cores: a keystroke this late"
     )
-    asyncio.run(main_async(parser.parse_args()))
+    args = parser.parse_args()
+    with one_core_busy() if args.busy else contextlib.nullcontext():
+        asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import llama_cpp
 import pytest
 
-from lsp_server.backends.local.edit_threads import WIDE_GAIN, EditThreads
+from lsp_server.backends.local.edit_threads import HOLD_S, WIDE_GAIN, CoreVerdict, EditThreads
 
 
 @pytest.fixture
@@ -38,6 +38,7 @@ def test_an_edit_runs_on_every_core_while_they_read_faster(set_threads: list[int
         assert edit.threads == 2
     assert set_threads == [2, 1]  # and the configured count once it ends
     assert read == []  # the pace of the configured threads hears none of it
+    assert not edit.fell_back
 
 
 def test_an_edit_on_cores_that_read_no_faster_goes_on_with_the_configured_threads(
@@ -50,6 +51,7 @@ def test_an_edit_on_cores_that_read_no_faster_goes_on_with_the_configured_thread
         edit.on_step(64, 0.5)
     assert set_threads == [2, 1]
     assert read == [128.0]  # the steps on the configured threads are their pace's
+    assert edit.fell_back
 
 
 def test_without_a_known_pace_the_first_step_is_read_on_the_configured_threads(
@@ -73,3 +75,16 @@ def test_configured_threads_that_take_every_core_are_left_alone(set_threads: lis
         edit.on_step(64, 0.1)
         assert edit.threads == 1
     assert set_threads == []
+
+
+def test_after_every_core_read_slower_the_next_edits_keep_to_the_configured_threads() -> None:
+    """A core held by a build stays held a while: trying all cores again at once would pay
+    the contended step on every edit."""
+    now = [100.0]
+    verdict = CoreVerdict(clock=lambda: now[0])
+    assert verdict.allowed()
+    verdict.slower()
+    now[0] += HOLD_S - 1
+    assert not verdict.allowed()
+    now[0] += 1
+    assert verdict.allowed()

@@ -64,7 +64,7 @@ from lsp_server.backends.local.completion_text import (
     indent_to_heal,
     more_lines_seconds,
 )
-from lsp_server.backends.local.edit_threads import EditThreads
+from lsp_server.backends.local.edit_threads import CoreVerdict, EditThreads
 from lsp_server.backends.local.job import END, Job
 from lsp_server.backends.local.loading import load_failure_message, open_model
 from lsp_server.backends.local.machine_fit import threads_used
@@ -112,6 +112,7 @@ class LocalBackend(LocalModel):
         self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
         self._edit_cores = os.cpu_count() or 1  # what a next edit may run on (`edit_threads`)
+        self._core_verdict = CoreVerdict()
         self._edit_saved: edit_cache.Saved | None = None  # the last next edit's prompt
         self.prefills = 0
         self.tokens_read_ahead = 0
@@ -675,10 +676,11 @@ class LocalBackend(LocalModel):
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
         aside = self._edit_cache_in(llm, prompt)
         self._record_prompt(job, list(llm.eval_tokens), prompt)
+        configured = threads_used(self._config)
         threads = EditThreads(
             llm,
-            configured=threads_used(self._config),
-            cores=self._edit_cores,
+            configured=configured,
+            cores=self._edit_cores if self._core_verdict.allowed() else configured,
             configured_tps=self._pace.prompt_tps,
             configured_read=self._pace.read,
         )
@@ -690,6 +692,8 @@ class LocalBackend(LocalModel):
                     return
                 stats = self._write_edit(job, llm, prompt, max_tokens)
         finally:
+            if threads.fell_back:
+                self._core_verdict.slower()
             # What it read of its prompt (a stop before any keeps the last edit's).
             self._edit_saved = edit_cache.save(llm, len(prompt) - 1) or self._edit_saved
             if aside is not None:

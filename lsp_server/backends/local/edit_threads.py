@@ -8,11 +8,15 @@ step back, and all cores can then be several times slower than one thread. So ea
 measures it on its own reading: a full step read on all cores is compared with the configured
 threads' reading speed (the pace of the reads they do; when none is known, the edit's first
 step is read on them to learn it), and an edit that all cores do not read at least `WIDE_GAIN`
-times as fast goes on, and writes, on the configured threads.
+times as fast goes on, and writes, on the configured threads. That one step on contended
+cores cost up to 3.3 s of a 10 s edit (bench/README.md), and the work that holds a core
+(a build) goes on for a while, so after such an edit the next ones keep to the configured
+threads for `HOLD_S` before all cores are tried again (`CoreVerdict`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,6 +25,22 @@ if TYPE_CHECKING:
 
 WIDE_GAIN = 1.2
 MEASURED_STEP_TOKENS = 32  # a shorter step's speed says little
+HOLD_S = 30.0
+
+
+class CoreVerdict:
+    """Whether a next edit may try every core now: not within `HOLD_S` of one that found
+    them slower."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._until = float("-inf")
+
+    def allowed(self) -> bool:
+        return self._clock() >= self._until
+
+    def slower(self) -> None:
+        self._until = self._clock() + HOLD_S
 
 
 class EditThreads:
@@ -44,6 +64,7 @@ class EditThreads:
         self._configured_read = configured_read
         self._decided = cores <= configured
         self.threads = configured
+        self.fell_back = False  # all cores were tried and read no faster
 
     def __enter__(self) -> EditThreads:
         if not self._decided and self._configured_tps is not None:
@@ -67,6 +88,7 @@ class EditThreads:
         assert self._configured_tps is not None
         if speed < WIDE_GAIN * self._configured_tps:
             self._use(self._configured)
+            self.fell_back = True
 
     def _use(self, threads: int) -> None:
         if threads != self.threads:
