@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,19 @@ from tests.support.mercury_upstream import finish_the_rename, user_content
 from tests.support.next_edit_engine import RENAMED, SOURCE, LocalStandIn, edit_bytes, engine_for
 
 CURSOR = 16  # the end of the rename in RENAMED
+
+
+@asynccontextmanager
+async def engine_and_mercury(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Engine, FakeLLMServer]]:
+    """An engine whose next edits go to a recording Mercury endpoint that finishes the rename."""
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, LocalStandIn(), monkeypatch)
+        try:
+            yield engine, mercury
+        finally:
+            await engine.aclose()
 
 
 def counting_assemblies(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -57,93 +71,77 @@ def last_prompt(mercury: FakeLLMServer) -> str:
 async def test_the_request_after_a_pause_is_the_one_prepared_with_the_same_prompt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
-        engine = engine_for(tmp_path, mercury, LocalStandIn(), monkeypatch)
-        try:
-            uri = (tmp_path / "scale.py").as_uri()
-            engine.next_edits.opened(uri, SOURCE)
-            engine.next_edits.changed(uri, RENAMED, 0)
-            fresh = await predict(engine, uri)  # assembled on its path, as before
-            assert fresh.endpoint == "mercury" and fresh.edits
-            fresh_prompt = last_prompt(mercury)
-            assembled = counting_assemblies(engine, monkeypatch)
+    async with engine_and_mercury(tmp_path, monkeypatch) as (engine, mercury):
+        uri = (tmp_path / "scale.py").as_uri()
+        engine.next_edits.opened(uri, SOURCE)
+        engine.next_edits.changed(uri, RENAMED, 0)
+        fresh = await predict(engine, uri)  # assembled on its path, as before
+        assert fresh.endpoint == "mercury" and fresh.edits
+        fresh_prompt = last_prompt(mercury)
+        assembled = counting_assemblies(engine, monkeypatch)
 
-            # The same state again, this time prepared during the pause.
-            engine.next_edits.opened(uri, SOURCE)
-            await renamed_and_paused(engine, uri)
-            assert assembled == [1]  # prepared off the request's path
-            edit = await predict(engine, uri)
-            assert assembled == [1]  # and the request used it
-            assert (edit.endpoint, edit.edits, edit.hull) == (
-                fresh.endpoint,
-                fresh.edits,
-                fresh.hull,
-            )
-            assert last_prompt(mercury) == fresh_prompt
+        # The same state again, this time prepared during the pause.
+        engine.next_edits.opened(uri, SOURCE)
+        await renamed_and_paused(engine, uri)
+        assert assembled == [1]  # prepared off the request's path
+        edit = await predict(engine, uri)
+        assert assembled == [1]  # and the request used it
+        assert (edit.endpoint, edit.edits, edit.hull) == (
+            fresh.endpoint,
+            fresh.edits,
+            fresh.hull,
+        )
+        assert last_prompt(mercury) == fresh_prompt
 
-            # Another cursor is another request: assembled on its path.
-            await predict(engine, uri, offset=CURSOR - 1)
-            assert assembled == [2]
-        finally:
-            await engine.aclose()
+        # Another cursor is another request: assembled on its path.
+        await predict(engine, uri, offset=CURSOR - 1)
+        assert assembled == [2]
 
 
 async def test_nothing_is_prepared_for_a_client_that_never_asks_for_next_edits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
-        engine = engine_for(tmp_path, mercury, LocalStandIn(), monkeypatch)
-        try:
-            assembled = counting_assemblies(engine, monkeypatch)
-            uri = (tmp_path / "scale.py").as_uri()
-            engine.next_edits.opened(uri, SOURCE)
-            await renamed_and_paused(engine, uri)
-            assert assembled == [0]
-        finally:
-            await engine.aclose()
+    async with engine_and_mercury(tmp_path, monkeypatch) as (engine, _mercury):
+        assembled = counting_assemblies(engine, monkeypatch)
+        uri = (tmp_path / "scale.py").as_uri()
+        engine.next_edits.opened(uri, SOURCE)
+        await renamed_and_paused(engine, uri)
+        assert assembled == [0]
 
 
 async def test_a_secret_typed_after_the_preparation_keeps_the_edit_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
-        engine = engine_for(tmp_path, mercury, LocalStandIn(), monkeypatch)
-        try:
-            uri, notes = (tmp_path / "scale.py").as_uri(), (tmp_path / "notes.py").as_uri()
-            engine.next_edits.opened(uri, SOURCE)
-            await predict(engine, uri)  # the client asks for next edits
-            engine.next_edits.opened(notes, "# notes\n")
-            engine.next_edits.opened(uri, SOURCE)
-            await renamed_and_paused(engine, uri)  # prepared, with a clean history
-            mercury.reset()
-            # Then a secret typed in another file: it joins the history the request carries.
-            engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
-            edit = await predict(engine, uri)
-            assert edit.endpoint == "local" and edit.reason == "sensitive"
-            assert edit_bytes(mercury) == 0
-        finally:
-            await engine.aclose()
+    async with engine_and_mercury(tmp_path, monkeypatch) as (engine, mercury):
+        uri, notes = (tmp_path / "scale.py").as_uri(), (tmp_path / "notes.py").as_uri()
+        engine.next_edits.opened(uri, SOURCE)
+        await predict(engine, uri)  # the client asks for next edits
+        engine.next_edits.opened(notes, "# notes\n")
+        engine.next_edits.opened(uri, SOURCE)
+        await renamed_and_paused(engine, uri)  # prepared, with a clean history
+        mercury.reset()
+        # Then a secret typed in another file: it joins the history the request carries.
+        engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
+        edit = await predict(engine, uri)
+        assert edit.endpoint == "local" and edit.reason == "sensitive"
+        assert edit_bytes(mercury) == 0
 
 
 async def test_a_file_made_sensitive_after_the_preparation_keeps_the_edit_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
-        engine = engine_for(tmp_path, mercury, LocalStandIn(), monkeypatch)
-        try:
-            uri = (tmp_path / "scale.py").as_uri()
-            engine.next_edits.opened(uri, SOURCE)
-            await predict(engine, uri)
-            engine.next_edits.opened(uri, SOURCE)
-            await renamed_and_paused(engine, uri)
-            mercury.reset()
-            routing = dataclasses.replace(engine.config.routing, sensitive_globs=("**/scale.py",))
-            engine.reconfigure(dataclasses.replace(engine.config, routing=routing))
-            edit = await predict(engine, uri)
-            assert edit.endpoint == "local" and edit.reason == "sensitive"
-            assert edit_bytes(mercury) == 0
-        finally:
-            await engine.aclose()
+    async with engine_and_mercury(tmp_path, monkeypatch) as (engine, mercury):
+        uri = (tmp_path / "scale.py").as_uri()
+        engine.next_edits.opened(uri, SOURCE)
+        await predict(engine, uri)
+        engine.next_edits.opened(uri, SOURCE)
+        await renamed_and_paused(engine, uri)
+        mercury.reset()
+        routing = dataclasses.replace(engine.config.routing, sensitive_globs=("**/scale.py",))
+        engine.reconfigure(dataclasses.replace(engine.config, routing=routing))
+        edit = await predict(engine, uri)
+        assert edit.endpoint == "local" and edit.reason == "sensitive"
+        assert edit_bytes(mercury) == 0
 
 
 async def test_over_lsp_a_next_edit_asked_after_a_pause_in_typing(tmp_path: Path) -> None:
