@@ -714,7 +714,7 @@ class LocalBackend(LocalModel):
         live = cached_tokens(llm, prompt)
         aside = edit_cache.save(llm) if live == 0 else None  # else an edit's: not kept
         saved = self._edit_saved
-        if saved is not None and edit_cache.shared(saved.tokens, prompt) > live:
+        if saved is not None and llm.longest_token_prefix(saved.tokens, prompt) > live:
             edit_cache.restore(llm, saved)
         return aside
 

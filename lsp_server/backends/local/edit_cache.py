@@ -15,7 +15,6 @@ llama.cpp's state API, about 12 KB a token for Qwen2.5-Coder 0.5B, at most the c
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,13 +66,3 @@ def restore(llm: Llama, saved: Saved) -> bool:
     llm.input_ids[:held] = saved.tokens
     llm.n_tokens = held
     return True
-
-
-def shared(tokens: Sequence[int], prompt: Sequence[int]) -> int:
-    """How many of `prompt`'s first tokens `tokens` begins with."""
-    count = 0
-    for held, wanted in zip(tokens, prompt, strict=False):
-        if held != wanted:
-            break
-        count += 1
-    return count
