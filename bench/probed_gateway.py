@@ -70,5 +70,6 @@ def _collections(trace: IO[str]) -> None:
 if __name__ == "__main__":
     output = open(os.environ["GATEWAY_PROBE_TRACE"], "a", buffering=1)  # noqa: SIM115
     _collections(output)
-    gateway_command.run_on_fastest_loop = probed(output)  # type: ignore[assignment]
+    # The gateway command's own loop, probed.
+    gateway_command.run_on_fastest_loop = probed(output)  # type: ignore[attr-defined]
     raise SystemExit(main(sys.argv[1:]))
