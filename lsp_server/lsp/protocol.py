@@ -13,8 +13,9 @@
 - A request after `shutdown` is answered with Invalid Request, as LSP requires; pygls drops it
   and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
-- Messages are written with orjson (see `json_codec`), and without logging each whole message;
-  a message's kind is told once per message class (see `DispatchByClass`).
+- Messages are written with orjson (see `json_codec`), and without logging each whole message,
+  an answer of plain JSON without pygls' converter (see `JsonResult`); a message's kind is
+  told once per message class (see `DispatchByClass`).
 - The params of a method lsprotocol has no type for (the next edit's, the cursor report's)
   stay JSON (see `json_params_converter`).
 - What a handler hands to `after_answer` (a routed request's records) runs right after its
@@ -46,6 +47,7 @@ from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCProtocol,
     JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
     LanguageServerProtocol,
     default_converter,
 )
@@ -56,6 +58,7 @@ from lsp_server import json_codec
 from lsp_server.after_answer import AfterAnswer
 from lsp_server.after_answer import opened as opened_after_answer
 from lsp_server.lsp.documents import LspWorkspace
+from lsp_server.lsp.json_result import JsonResult
 from lsp_server.lsp.next_edit import EXPERIMENTAL_CAPABILITIES
 
 if TYPE_CHECKING:
@@ -89,7 +92,8 @@ class UnreadableRequest:
 
 class JsonCodecWriting(JsonRPCProtocol):
     """pygls' `_send_data`, encoding with `json_codec` (orjson) and without logging each
-    whole message; for either end of a connection."""
+    whole message, and an answer whose result is a `JsonResult` written without the
+    converter; for either end of a connection."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -101,6 +105,8 @@ class JsonCodecWriting(JsonRPCProtocol):
         if self.writer is None:
             log.error("unable to send data: no transport")
             return
+        if type(data) is JsonRPCResponseMessage and type(data.result) is JsonResult:
+            data = {"jsonrpc": data.jsonrpc, "id": data.id, "result": data.result}
         try:
             body = json_codec.encode(data, self._serialize_message)
             if self._include_headers:
