@@ -187,6 +187,7 @@ async def stream(
     headers = {
         "Authorization": f"Bearer {phase.tokens[sample.kind]}",
         "Content-Type": "application/json",
+        "X-Bench-Seq": str(sample.seq),  # for `--trace`: a probed gateway notes it
     }
     content = json_codec.dumps(body)
     for _ in range(len(phase.targets.urls)):

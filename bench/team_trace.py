@@ -35,6 +35,8 @@ class Arrival:
 class Probe:
     lags: list[tuple[float, float]]  # (when, ms late)
     passes: list[tuple[float, int, float]]  # (when, generation, ms)
+    # seq -> (reached the app, first byte of the answer out, last byte out)
+    requests: dict[int, list[tuple[float, float, float]]]
 
 
 def read_upstream(path: Path) -> dict[int, list[Arrival]]:
@@ -49,6 +51,7 @@ def read_upstream(path: Path) -> dict[int, list[Arrival]]:
 
 def read_probe(path: Path) -> Probe:
     lags, passes = [], []
+    requests: dict[int, list[tuple[float, float, float]]] = defaultdict(list)
     if path.exists():
         for line in path.read_text().splitlines():
             kind, *fields = line.split()
@@ -56,7 +59,17 @@ def read_probe(path: Path) -> Probe:
                 lags.append((float(fields[0]), float(fields[1])))
             elif kind == "gc":
                 passes.append((float(fields[0]), int(fields[1]), float(fields[2])))
-    return Probe(lags, passes)
+            elif kind == "req":
+                entered, first, last = map(float, fields[1:])
+                requests[int(fields[0])].append((entered, first, last))
+    return Probe(lags, passes, requests)
+
+
+def at_gateway(sample: Any, probe: Probe) -> tuple[float, float, float] | None:
+    for times in probe.requests.get(sample.seq, []):
+        if sample.started <= times[0] <= sample.ended:
+            return times
+    return None
 
 
 def arrival_of(sample: Any, arrivals: dict[int, list[Arrival]]) -> Arrival | None:
@@ -117,6 +130,27 @@ def report(
             "the model's part": [row[5] * 1000 for row in mine_rows],
             "the way out (from the last piece)": [row[6] * 1000 for row in mine_rows],
         }
+        legs: dict[str, list[float]] = defaultdict(list)
+        for _, sample, mine, *_ in mine_rows:
+            times = at_gateway(sample, probes.get(sample.target, Probe([], [], {})))
+            if times is None or not times[2]:
+                continue
+            legs["client to the gateway's app"].append((times[0] - sample.started) * 1000)
+            legs["the gateway's app to the model"].append((mine.arrived - times[0]) * 1000)
+            legs["the model's last piece to the gateway's last write"].append(
+                (times[2] - mine.sent) * 1000
+            )
+            legs["the gateway's last write to the client's end"].append(
+                (sample.ended - times[2]) * 1000
+            )
+        for _, sample, *_ in mine_rows:
+            twin = by_seq[sample.seq]
+            theirs = arrival_of(twin, arrivals)
+            if theirs is not None:
+                legs["straight: client to the model"].append((theirs.arrived - twin.started) * 1000)
+                legs["straight: the model's last piece to the client's end"].append(
+                    (twin.ended - theirs.sent) * 1000
+                )
         new = sum(row[2].new_connection for row in mine_rows)
         print(
             f"\n{kind}s traced: {len(mine_rows)}, {new} on a new connection to the model; "
@@ -124,15 +158,27 @@ def report(
         )
         for name, values in parts.items():
             print(f"  {name}: {quantiles(values)}")
+        print("  each leg, ms, p50 / p99 (not over straight):")
+        for name, values in legs.items():
+            print(f"    {name}: {quantiles(values)}")
     print(
         "\nthe slowest requests (added ms): kind, seq, agent turn, s into the phase, gateway, new "
         "connection to the model, the way in / body / model / way out (ms over straight), the "
-        "gateway loop's worst lag while in flight (ms), collections then (generation: ms)"
+        "legs (ms: client to the gateway's app > to the model | the model's last piece to the "
+        "gateway's last write > to the client's end), s into the phase it ended, the gateway "
+        "loop's worst lag while in flight (ms), collections then (generation: ms)"
     )
     rows.sort(key=lambda row: row[0], reverse=True)
     first = min(s.started for s in samples)
     for added_ms, sample, mine, way_in, body, model, way_out in rows[:slowest]:
-        probe = probes.get(sample.target, Probe([], []))
+        probe = probes.get(sample.target, Probe([], [], {}))
+        times = at_gateway(sample, probe)
+        legs_text = "-"
+        if times is not None and times[2]:
+            legs_text = (
+                f"{(times[0] - sample.started) * 1000:.1f} > {(mine.arrived - times[0]) * 1000:.1f}"
+                f" | {(times[2] - mine.sent) * 1000:.1f} > {(sample.ended - times[2]) * 1000:.1f}"
+            )
         lags = [ms for at, ms in probe.lags if sample.started <= at <= sample.ended]
         during = [p for p in probe.passes if sample.started <= p[0] <= sample.ended]
         passes = [f"{gen}:{ms:.1f}" for _, gen, ms in during]
@@ -141,7 +187,8 @@ def report(
             f"{sample.started - first:.2f} {sample.target.rsplit(':', 1)[-1]} "
             f"{'new' if mine.new_connection else 'reused'} "
             f"{way_in * 1000:+.1f} / {body * 1000:+.1f} / {model * 1000:+.1f} / "
-            f"{way_out * 1000:+.1f} lag {max(lags, default=0):.1f} gc {' '.join(passes) or '-'}"
+            f"{way_out * 1000:+.1f} legs {legs_text} ended {sample.ended - first:.2f} "
+            f"lag {max(lags, default=0):.1f} gc {' '.join(passes) or '-'}"
         )
     for url, probe in probes.items():
         worst = sorted((ms for _, ms in probe.lags), reverse=True)[:5]
