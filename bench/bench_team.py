@@ -25,13 +25,18 @@ the model's own script for the request (the bench's own queueing, which must sta
 "added" to be the gateway's). Halfway through the gateway phase one gateway is killed
 (SIGKILL) in mid-stream: the requests it held are cut (counted apart), clients go to the other
 one as a load balancer would send them, and its leases must be reclaimed. At three quarters
-Redis is killed and started again: no request may fail. Latency is read before the first
-fault (and again without each phase's first `--warm-up` second); errors over the whole phase.
+Redis is killed and started again: no request may fail. Latency is read for requests started
+at least `--fault-margin` (2 s) before the first fault (a request in flight at the kill is sent
+again to the other gateway, its time the kill's), and again without each phase's first
+`--warm-up` second; errors over the whole phase.
 How long each role's processes waited for a core is printed beside the cores they used.
 
 Sized for two shared cores. Needs `redis-server` (`make redis-server`).
 Run from the repository root: `python -m bench.bench_team [--seconds 20] [--editors 50]
-[--agents 200] [--load-processes 2] [--warm-up 1] [--no-litellm]`.
+[--agents 200] [--load 1.0] [--load-processes 2] [--warm-up 1] [--fault-margin 2] [--pin]
+[--trace N] [--no-litellm]`. `--load` scales the editors and agents; `--pin` puts the gateways
+(and the peer) on the second core and the load, the model and Redis on the first; `--trace N`
+runs the gateways probed and prints where the gateway phase's time went (`team_trace`).
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ LEASE_S = 30  # the longest a dead gateway's lease may be held, as the limiter d
 REQUEST_TIMEOUT_S = 30
 LOAD_PROCESSES = 2  # the simulated clients' processes: one event loop could not keep up
 WARM_UP_S = 1.0  # left out of the second table: first connections, first sessions
+FAULT_MARGIN_S = 2.0  # longer than all but the slowest turns: few are in flight at the kill
 START_AFTER_S = 3.0  # time for each load process to make its clients before the phase starts
 INSTRUCTIONS = (
     "You are a coding agent. Read the repository before you change it, keep changes small, "
@@ -164,6 +170,10 @@ class Phase:
     faults: dict[str, float] = field(default_factory=dict)  # fault -> time it happened
     killed: str = ""  # the URL of the gateway killed
     steady: float = 1.0  # the share of the phase before its first fault
+    # Latency is read for requests started at least this long before the first fault: one in
+    # flight at the kill is sent again to the other gateway, its time the kill's, not a
+    # gateway's.
+    fault_margin_s: float = 0.0
     editors: int = EDITORS
     agents: int = AGENTS
     ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
@@ -177,6 +187,12 @@ class Phase:
     @property
     def ends(self) -> float:
         return self.started + self.seconds
+
+    @property
+    def read_until(self) -> float:
+        """The latest start of a request whose latency is read: before the first fault."""
+        margin = self.fault_margin_s if self.steady < 1 else 0.0
+        return self.started + self.steady * self.seconds - margin
 
 
 async def stream(
@@ -533,7 +549,7 @@ def print_trace(
 ) -> None:
     """Where the gateway phase's added time went (`team_trace`), before the first fault and
     without the first `warm_up_s`."""
-    first, cutoff = team.started + warm_up_s, team.started + team.steady * team.seconds
+    first, cutoff = team.started + warm_up_s, team.read_until
     read = [
         s
         for s in team.samples
@@ -587,12 +603,12 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def added(
-    phase: Phase, direct: Phase, kind: str, until: float, since_s: float = 0.0
+    phase: Phase, direct: Phase, kind: str, since_s: float = 0.0
 ) -> tuple[list[float], list[float]]:
-    """The latencies of `kind` started from `since_s` into the phase to `until` (a share of
-    the phase), and their differences from the same requests sent straight."""
+    """The latencies of `kind` started from `since_s` into the phase until its first fault
+    (`read_until`), and their differences from the same requests sent straight."""
     straight = {s.seq: s.ms for s in direct.samples if s.kind == kind and s.outcome == "ok"}
-    first, cutoff = phase.started + since_s, phase.started + until * phase.seconds
+    first, cutoff = phase.started + since_s, phase.read_until
     mine = [
         s
         for s in phase.samples
@@ -601,10 +617,10 @@ def added(
     return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
 
 
-def over_the_script(phase: Phase, kind: str, until: float) -> list[float]:
+def over_the_script(phase: Phase, kind: str) -> list[float]:
     """How much longer than the model's script each request of `kind` took: the time the
     bench's own processes (the load, the model) kept it waiting for a core."""
-    cutoff = phase.started + until * phase.seconds
+    cutoff = phase.read_until
     return [
         s.ms - s.scripted_ms
         for s in phase.samples
@@ -687,7 +703,8 @@ def print_report(
     print(
         f"\n{direct.editors} editors typing in bursts, {direct.agents} agent sessions "
         f"(about 40 KB a turn, growing), {CI_LOOPS} CI loops; {direct.seconds:.0f} s a phase; "
-        "latency (ms) before the first fault, its added part over the same request sent "
+        f"latency (ms) of requests started {direct.fault_margin_s:g} s or more before the "
+        "first fault, its added part over the same request sent "
         "straight (for the straight row: over the model's script, the bench's own queueing); "
         "errors over the whole phase, but the streams the kill cut\n"
     )
@@ -713,10 +730,10 @@ def print_report(
             continue
         cells = [phase.name]
         for kind in ("keystroke", "agent"):
-            latencies, differences = added(phase, direct, kind, phase.steady)
+            latencies, differences = added(phase, direct, kind)
             cells.append(f"{quantile(latencies, 0.5):.1f} / {quantile(latencies, 0.99):.1f}")
             if phase is direct:
-                differences = over_the_script(phase, kind, phase.steady)
+                differences = over_the_script(phase, kind)
             cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
         errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
         cut = sum(s.outcome == "error" and cut_by_kill(phase, s) for s in phase.samples)
@@ -757,10 +774,10 @@ def print_report(
             continue
         cells = [phase.name]
         for kind in ("keystroke", "agent"):
-            _, differences = added(phase, direct, kind, phase.steady, warm_up_s)
+            _, differences = added(phase, direct, kind, warm_up_s)
             if phase is direct:
                 since = [s for s in phase.samples if s.started >= phase.started + warm_up_s]
-                differences = over_the_script(replace(phase, samples=since), kind, phase.steady)
+                differences = over_the_script(replace(phase, samples=since), kind)
             cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
         print("| " + " | ".join(cells) + " |")
     print()
@@ -795,6 +812,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds at each phase's start left out of the second table",
     )
     parser.add_argument(
+        "--fault-margin",
+        type=float,
+        default=FAULT_MARGIN_S,
+        help="latency is read for requests started at least this long before the first fault",
+    )
+    parser.add_argument(
         "--load",
         type=float,
         default=1.0,
@@ -823,7 +846,12 @@ def main(argv: list[str] | None = None) -> int:
     upstream_port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     editors, agents = round(args.editors * args.load), round(args.agents * args.load)
-    sizes = {"editors": editors, "agents": agents, "processes": args.load_processes}
+    sizes = {
+        "editors": editors,
+        "agents": agents,
+        "processes": args.load_processes,
+        "fault_margin_s": args.fault_margin,
+    }
     if args.pin:
         os.sched_setaffinity(0, {0})  # inherited by the model, Redis and the load's processes
     with contextlib.ExitStack() as stack:
