@@ -24,6 +24,7 @@ from typing import IO, Any, TypeVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import lsp_server.cli.gateway as gateway_command
+from lsp_server.cli.collection import frozen_for_serving
 from lsp_server.cli.main import main
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.gateway.app import create_app
@@ -113,4 +114,13 @@ if __name__ == "__main__":
         return traced(create_app(*args, **options), output)
 
     gateway_command.create_app = traced_app  # type: ignore[attr-defined,assignment]
+    young = int(os.environ.get("GATEWAY_PROBE_GC_YOUNG") or 0)  # a trial: gen 0's threshold
+    if young:
+
+        def frozen_then_young() -> None:
+            frozen_for_serving()
+            _, middle, oldest = gc.get_threshold()
+            gc.set_threshold(young, middle, oldest)
+
+        gateway_command.frozen_for_serving = frozen_then_young  # type: ignore[attr-defined]
     raise SystemExit(main(sys.argv[1:]))
