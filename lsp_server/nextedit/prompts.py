@@ -11,6 +11,9 @@ from lsp_server.nextedit import chat_format, mercury_format, sweep_format, zeta_
 from lsp_server.nextedit.region import CONTEXT_LINES, LOCAL_CONTEXT_LINES, context_window
 from lsp_server.nextedit.request import EditRequest
 
+# The local model stops writing a region once its answer copies the rest (`rejoin`).
+LOCAL_REJOIN = True
+
 
 def format_of(endpoint: EndpointConfig | None) -> EditFormat:
     """The local model (None) answers in the chat format."""
@@ -36,7 +39,8 @@ def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall
         messages = mercury_format.mercury_messages(request, context)
         return EditCall(path, messages, max_tokens=max_tokens)
     messages = chat_format.chat_messages(request, context)
-    return EditCall(path, messages, max_tokens=max_tokens)
+    rewrites = request.region_text if endpoint is None and LOCAL_REJOIN else None
+    return EditCall(path, messages, max_tokens=max_tokens, rewrites=rewrites)
 
 
 def read_answer(form: EditFormat, answer: str) -> str | None:
