@@ -3,6 +3,8 @@
     python bench/bench_next_edit.py [--models gemma-3-270m,qwen2.5-coder-0.5b]
                                     [--regions 4+8,2+5,8+16] [--history 8] [--limit N]
                                     [--warm 12] [--threads 1] [--no-busy] [--json FILE]
+                                    [--rejoin on,off] [--read-ahead on,off]
+                                    [--editor-pause-ms 400]
 
 The tasks (bench/next_edit_set.py) are commits of public Python projects that change one file
 in a few small hunks: the earlier hunks are the history, the last is the edit to predict; a
@@ -13,7 +15,11 @@ alone (bench/next_edit_server.py sets the sizes), a new one for each task so tha
 another's edits or files, and each task is replayed as an editor sends it: the file opened,
 each hunk of the history one `didChange`, then `textDocument/copilotInlineEdit` at the cursor
 the last hunk left (cold: the first request on the document), and for the first `--warm`
-tasks the same request again (warm: the prompt is in the model's KV cache).
+tasks the same request again (warm: the prompt is in the model's KV cache). With
+`--editor-pause-ms P` each change is followed by a pause of P and a request, as an editor that
+asks after each pause in typing does, and the last request is the one timed and scored.
+`--rejoin off` has the local model write its rewritten region out whole; `--read-ahead off`
+keeps it from reading a prepared prompt while typing pauses.
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
