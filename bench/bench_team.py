@@ -62,6 +62,7 @@ from typing import Any
 import httpx
 import psutil
 
+from bench import team_trace
 from bench.bench_gateway import process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from bench.team_upstream import SCRIPTED_HEADER
@@ -186,6 +187,7 @@ async def stream(
     headers = {
         "Authorization": f"Bearer {phase.tokens[sample.kind]}",
         "Content-Type": "application/json",
+        "X-Bench-Seq": str(sample.seq),  # for `--trace`: a probed gateway notes it
     }
     content = json_codec.dumps(body)
     for _ in range(len(phase.targets.urls)):
@@ -521,17 +523,46 @@ def litellm_models(upstream: str) -> str:
     )
 
 
+def print_trace(
+    team: Phase,
+    direct: Phase,
+    workdir: Path,
+    children: list[subprocess.Popen[bytes]],
+    warm_up_s: float,
+    slowest: int,
+) -> None:
+    """Where the gateway phase's added time went (`team_trace`), before the first fault and
+    without the first `warm_up_s`."""
+    first, cutoff = team.started + warm_up_s, team.started + team.steady * team.seconds
+    read = [
+        s
+        for s in team.samples
+        if s.kind in ("keystroke", "agent") and s.outcome == "ok" and first <= s.started < cutoff
+    ]
+    straight = [s for s in direct.samples if s.outcome == "ok"]
+    probes = {
+        child.url: team_trace.read_probe(workdir / f"gateway-{index}.trace")  # type: ignore[attr-defined]
+        for index, child in enumerate(children)
+    }
+    arrivals = team_trace.read_upstream(workdir / "model.trace")
+    team_trace.report(read, straight, arrivals, probes, AGENT_TURNS, slowest)
+
+
 @contextlib.contextmanager
 def gateways(
-    workdir: Path, upstream: str, redis: RedisServer, with_limits: bool
+    workdir: Path, upstream: str, redis: RedisServer, with_limits: bool, probed: bool = False
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Two gateways on `upstream`; `probed`: each under `bench.probed_gateway`, its loop's lag
+    and its collections noted in `gateway-N.trace`."""
     config = workdir / "gateway.toml"
     config.write_text(gateway_config(upstream, redis.url, with_limits), encoding="utf-8")
+    command = "bench.probed_gateway" if probed else "lsp_server"
     with contextlib.ExitStack() as stack:
         children = []
         for index in range(2):
             port = free_port()
-            args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
+            os.environ["GATEWAY_PROBE_TRACE"] = str(workdir / f"gateway-{index}.trace")
+            args = [sys.executable, "-m", command, "gateway", "--config", str(config)]
             child = stack.enter_context(
                 process(
                     [*args, "--port", str(port)],
@@ -763,6 +794,26 @@ def main(argv: list[str] | None = None) -> int:
         default=WARM_UP_S,
         help="seconds at each phase's start left out of the second table",
     )
+    parser.add_argument(
+        "--load",
+        type=float,
+        default=1.0,
+        help="a share of the load: the editors and agent sessions, scaled",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the gateways on the second core, the load, the model and Redis on the first (the "
+        "gateway's cost without the bench's own processes queued beside it)",
+    )
+    parser.add_argument(
+        "--trace",
+        type=int,
+        default=0,
+        metavar="N",
+        help="trace each request (the model's arrivals, the gateways' loop lag and collections) "
+        "and print where the gateway phase's time went, with its N slowest requests",
+    )
     args = parser.parse_args(argv)
     for kind, variable in TOKENS.items():
         os.environ[variable] = f"bench-{kind}-token"
@@ -771,13 +822,19 @@ def main(argv: list[str] | None = None) -> int:
     missing: dict[str, str] = {}
     upstream_port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
-    sizes = {"editors": args.editors, "agents": args.agents, "processes": args.load_processes}
+    editors, agents = round(args.editors * args.load), round(args.agents * args.load)
+    sizes = {"editors": editors, "agents": agents, "processes": args.load_processes}
+    if args.pin:
+        os.sched_setaffinity(0, {0})  # inherited by the model, Redis and the load's processes
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
+        if args.trace:
+            os.environ["TEAM_UPSTREAM_TRACE"] = str(workdir / "model.trace")
         model = stack.enter_context(
             process(upstream_args, f"{upstream}/models", workdir / "model.log")
         )
+        os.environ.pop("TEAM_UPSTREAM_TRACE", None)
         redis = stack.enter_context(RedisServer())
         direct = Phase(
             "straight to the model",
@@ -801,7 +858,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_load(again, [], {"the model": [model]})
 
-        with gateways(workdir, upstream, redis, with_limits) as children:
+        if args.pin:
+            os.sched_setaffinity(0, {1})  # the gateways' core, inherited as they start
+        with gateways(workdir, upstream, redis, with_limits, bool(args.trace)) as children:
+            if args.pin:
+                os.sched_setaffinity(0, {0})
             team = Phase(
                 "gateway-ls, 2 processes",
                 Targets([c.url for c in children]),  # type: ignore[attr-defined]
@@ -814,6 +875,8 @@ def main(argv: list[str] | None = None) -> int:
                 faults(team, children, redis),
                 {"the model": [model], "the gateways": children},
             )
+        if args.trace:
+            print_trace(team, direct, workdir, children, args.warm_up, args.trace)
 
         peer = Phase(
             "LiteLLM proxy, 2 processes",
@@ -833,6 +896,8 @@ def main(argv: list[str] | None = None) -> int:
                     children = []
                     for _ in range(2):
                         port = free_port()
+                        if args.pin:
+                            os.sched_setaffinity(0, {1})  # the peer on the gateways' core
                         child = proxies.enter_context(
                             litellm_proxy(
                                 workdir,
@@ -841,6 +906,8 @@ def main(argv: list[str] | None = None) -> int:
                                 settings=litellm_settings(redis),
                             )
                         )
+                        if args.pin:
+                            os.sched_setaffinity(0, {0})
                         child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
                         children.append(child)
                         peer.targets.urls.append(child.url)  # type: ignore[attr-defined]
@@ -852,6 +919,8 @@ def main(argv: list[str] | None = None) -> int:
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
     print_report([again, team, peer], direct, missing, with_limits, args.warm_up)
+    if args.pin:
+        print("pinned: the gateways (and the peer) on core 1; the load, the model, Redis on core 0")
     return 0
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 import re
 import sys
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -157,9 +159,35 @@ def chat_script(body: bytes, payload: dict[str, Any]) -> Script:
     return script
 
 
+class Trace:
+    """Per answered request, where `TEAM_UPSTREAM_TRACE` names a file (`bench_team --trace`):
+    its `seq`, whether it came on a new connection, when it arrived, when its body was read and
+    when its last piece was sent (the machine's monotonic clock, as the bench reads it)."""
+
+    def __init__(self) -> None:
+        where = os.environ.get("TEAM_UPSTREAM_TRACE")
+        self._file = open(where, "a", buffering=1) if where else None  # noqa: SIM115
+        self._seen: set[tuple[Any, ...]] = set()  # connections (the client's address)
+
+    def note(self, scope: Scope, body: bytes, arrived: float, read: float) -> None:
+        if self._file is None:
+            return
+        client = tuple(scope.get("client") or ())
+        new = client not in self._seen
+        self._seen.add(client)
+        at = body.rfind(b"seq:")
+        found = _SEQ.match(body, at) if at != -1 else None
+        seq = found.group(1).decode() if found else "0"
+        self._file.write(f"{seq} {int(new)} {arrived:.6f} {read:.6f} {time.monotonic():.6f}\n")
+
+
+TRACE = Trace()
+
+
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """The three routes as a bare ASGI app: the model's own work per request is the JSON it
     reads and the pieces it paces, with no framework between them and uvicorn."""
+    arrived = time.monotonic()
     path = scope["path"]
     if scope["method"] == "GET" and path == "/v1/models":
         await _answer(send, 200, b"application/json", MODELS)
@@ -168,6 +196,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await _answer(send, 404, b"application/json", b'{"error":{"message":"not found"}}')
         return
     body = await _body(receive)
+    read = time.monotonic()
     payload = orjson.loads(body)
     if path == "/v1/completions":
         script, whole = completion_script(body, payload)
@@ -186,6 +215,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await asyncio.sleep(wait)
         await send({"type": "http.response.body", "body": piece, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+    TRACE.note(scope, body, arrived, read)
 
 
 MODELS = orjson.dumps({"object": "list", "data": [{"id": "team", "object": "model"}]})

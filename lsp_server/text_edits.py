@@ -57,10 +57,7 @@ def minimal_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
     old_starts = _offsets(old_lines)
     new_starts = _offsets(new_lines)
     edits: list[OffsetEdit] = []
-    matcher = difflib.SequenceMatcher(None, old_middle, new_middle, autojunk=False)
-    for tag, old_first, old_last, new_first, new_last in matcher.get_opcodes():
-        if tag == "equal":
-            continue
+    for old_first, old_last, new_first, new_last in _changed_blocks(old_middle, new_middle):
         span = _narrow(
             old_text,
             new_text,
@@ -74,6 +71,22 @@ def minimal_edits(old_text: str, new_text: str) -> list[OffsetEdit]:
         old_start, old_end, new_start, new_end = span
         edits.append(OffsetEdit(old_start, old_end, new_text[new_start:new_end]))
     return edits
+
+
+def _changed_blocks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """The line blocks that differ, as `difflib` finds them. Where no line is on both sides
+    (the usual next edit: one changed line, once the lines alike at either end are set
+    aside) that is the whole of both, found without the matcher."""
+    if not old and not new:
+        return []
+    if set(old).isdisjoint(new):
+        return [(0, len(old), 0, len(new))]
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [
+        (old_first, old_last, new_first, new_last)
+        for tag, old_first, old_last, new_first, new_last in matcher.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 def _common_prefix_length(first: list[str], second: list[str]) -> int:

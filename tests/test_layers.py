@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "event_loop": 7,
     "text_edits": 7,
     "json_codec": 7,
+    "after_answer": 7,
     "__init__": 7,
 }
 

@@ -11,6 +11,9 @@ Settlements never wait on Redis and are never lost to an outage. `settle` record
 owes the shared state (its reservation set to what it used, its charge to a budget, its ledger
 entry) and one background task sends everything owed in one script call, again and again while
 more comes; while Redis is unreachable the debts wait (bounded) and go when it answers again.
+What others' admissions read (a reservation's end, a charge) goes at once; ledger entries alone
+wait up to `COALESCE_S` for others to go in the same call: a team's busy gateway made one call
+per request for them.
 Money owed is summed per budget key, so no outage loses a charge however long it lasts. Nor is
 one charged twice: each call is numbered, and a call whose reply was lost (Redis may have run
 it) is sent again as it was, first, and Redis runs a number once. The
@@ -59,6 +62,7 @@ RENEW_EVERY_S = 3.0
 WARM_CONNECTIONS = 4
 LEDGER_RETENTION_S = 35 * 24 * 3600  # a month's usage and a few days
 SETTLE_BATCH = 256  # settlements and ledger entries sent in one script call, at most
+COALESCE_S = 0.05  # the longest ledger entries alone wait for others to go in one call
 # While Redis is unreachable: the most settlements of rates and leases kept (older ones are
 # dropped: their tokens went back to the minute long ago, their leases expire) and the most
 # ledger entries kept (then the oldest are dropped, and that is logged once).
@@ -158,6 +162,7 @@ class SharedStore:
         self._dropped_entries_warned = False
         self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
         self._sender: asyncio.Task[None] | None = None
+        self._coalescing: asyncio.TimerHandle | None = None  # ledger entries waiting for others
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._first_beat = asyncio.Event()  # set once the heartbeat has tried Redis
@@ -184,6 +189,8 @@ class SharedStore:
             await asyncio.wait_for(self._send_debts(), wait_s)
         if self._sender is not None:
             self._sender.cancel()
+        if self._coalescing is not None:
+            self._coalescing.cancel()
         # The heartbeat also stops at its next beat: a cancellation that arrives as a Redis
         # reply does can be lost inside `asyncio.wait_for` (Python 3.11).
         self._stopping = True
@@ -279,8 +286,21 @@ class SharedStore:
         return bool(self._debts) or self._unanswered is not None
 
     def _start_sending(self) -> None:
-        if self.up and self._owes() and (self._sender is None or self._sender.done()):
+        """Send what is owed: at once when others' admissions read it, else (ledger entries
+        alone) once `COALESCE_S` has gathered more."""
+        if not (self.up and self._owes()) or (self._sender is not None and not self._sender.done()):
+            return
+        debts = self._debts
+        if debts.money or debts.settlements or self._unanswered is not None:
             self._sender = asyncio.get_running_loop().create_task(self._send_debts())
+        elif self._coalescing is None:
+            self._coalescing = asyncio.get_running_loop().call_later(COALESCE_S, self._coalesced)
+
+    def _coalesced(self) -> None:
+        self._coalescing = None
+        if not (self.up and self._owes()) or (self._sender is not None and not self._sender.done()):
+            return
+        self._sender = asyncio.get_running_loop().create_task(self._send_debts())
 
     async def _send_debts(self) -> None:
         async with self._lock:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from lsp_server.lsp.documents import offset_at, open_document, position_at
+from lsp_server.lsp.json_result import JsonResult
 
 if TYPE_CHECKING:
     from lsp_server.lsp.server import GatewayServer
@@ -30,7 +31,7 @@ CMD_DISMISS_INLINE_EDIT = "gatewayLs.didDismissInlineEdit"
 ACCEPT_TITLE = "Accept next edit"
 # Announced under `experimental` in the server's capabilities.
 EXPERIMENTAL_CAPABILITIES = {"copilotInlineEdit": True, "didShowInlineEdit": True}
-NO_EDITS: dict[str, Any] = {"edits": []}
+NO_EDITS = JsonResult(edits=[])
 
 
 def register_next_edit(server: GatewayServer) -> None:
@@ -86,7 +87,7 @@ async def next_edit_at(
     if edit.hull is None or document.version != held:
         return NO_EDITS
     ls.engine.next_edits.proposed(uri, edit)
-    return {"edits": [_wire_edit(document, uri, held, edit)]}
+    return JsonResult(edits=[_wire_edit(document, uri, held, edit)])
 
 
 def _wire_edit(document: Any, uri: str, version: int | None, edit: NextEdit) -> dict[str, Any]:

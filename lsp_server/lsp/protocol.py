@@ -1,4 +1,4 @@
-"""pygls' protocol with seven additions.
+"""pygls' protocol with eight additions.
 
 - `$/cancelRequest` reaches command handlers too. pygls runs `workspace/executeCommand` handlers
   as inner tasks that a cancel of the outer request does not reach. A command handler links its
@@ -13,10 +13,13 @@
 - A request after `shutdown` is answered with Invalid Request, as LSP requires; pygls drops it
   and the client would wait forever.
 - Documents split lines the way LSP does (see `documents`).
-- Messages are written with orjson (see `json_codec`), and without logging each whole message;
-  a message's kind is told once per message class (see `DispatchByClass`).
+- Messages are written with orjson (see `json_codec`), and without logging each whole message,
+  an answer of plain JSON without pygls' converter (see `JsonResult`); a message's kind is
+  told once per message class (see `DispatchByClass`).
 - The params of a method lsprotocol has no type for (the next edit's, the cursor report's)
   stay JSON (see `json_params_converter`).
+- What a handler hands to `after_answer` (a routed request's records) runs right after its
+  answer is written, not before.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCProtocol,
     JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
     LanguageServerProtocol,
     default_converter,
 )
@@ -51,7 +55,10 @@ from pygls.protocol.json_rpc import RPCError, RPCNotification, RPCRequest, RPCRe
 from pygls.protocol.language_server import lsp_method
 
 from lsp_server import json_codec
+from lsp_server.after_answer import AfterAnswer
+from lsp_server.after_answer import opened as opened_after_answer
 from lsp_server.lsp.documents import LspWorkspace
+from lsp_server.lsp.json_result import JsonResult
 from lsp_server.lsp.next_edit import EXPERIMENTAL_CAPABILITIES
 
 if TYPE_CHECKING:
@@ -85,7 +92,8 @@ class UnreadableRequest:
 
 class JsonCodecWriting(JsonRPCProtocol):
     """pygls' `_send_data`, encoding with `json_codec` (orjson) and without logging each
-    whole message; for either end of a connection."""
+    whole message, and an answer whose result is a `JsonResult` written without the
+    converter; for either end of a connection."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -97,6 +105,8 @@ class JsonCodecWriting(JsonRPCProtocol):
         if self.writer is None:
             log.error("unable to send data: no transport")
             return
+        if type(data) is JsonRPCResponseMessage and type(data.result) is JsonResult:
+            data = {"jsonrpc": data.jsonrpc, "id": data.id, "result": data.result}
         try:
             body = json_codec.encode(data, self._serialize_message)
             if self._include_headers:
@@ -263,10 +273,16 @@ class GatewayProtocol(JsonCodecWriting, DispatchByClass, LanguageServerProtocol)
         args: tuple[Any, ...] | None = None,
         kwargs: dict[str, Any] | None = None,
     ) -> None:
-        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        after = AfterAnswer()
+        with opened_after_answer(after):
+            super()._execute_handler(msg_id, handler, callback, args, kwargs)
         future = self._request_futures.get(msg_id)
-        if future is not None:
-            future.add_done_callback(partial(self._forget_future, msg_id))
+        if future is None or future.done():  # answered already
+            after.run()
+            return
+        # After pygls' own callback, which writes the answer.
+        future.add_done_callback(partial(_run_after_answer, after))
+        future.add_done_callback(partial(self._forget_future, msg_id))
 
     def _forget_future(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
         """Deferred to the loop: a plain future runs this inside `cancel()`, and pygls cancels
@@ -287,6 +303,10 @@ class GatewayProtocol(JsonCodecWriting, DispatchByClass, LanguageServerProtocol)
     def cancel_request(self, msg_id: Any) -> None:
         """Cancel a request being handled, as a `$/cancelRequest` from the client would."""
         self._handle_cancel_notification(msg_id)
+
+
+def _run_after_answer(after: AfterAnswer, future: Future[Any] | asyncio.Future[Any]) -> None:
+    after.run()
 
 
 def _is_request(message: Any) -> bool:

@@ -17,6 +17,7 @@ A short window of raw samples is kept for the p50/p95 that people read.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import time
@@ -134,8 +135,8 @@ class EndpointStats:
     measured: bool = False  # a whole sample seen (not only lost races' lower bounds)
     last_sample_at: float | None = None  # monotonic time of the last attempt's end
     updated_at: float = 0.0  # Unix time of the last latency sample, for snapshots
-    # `recent_first_token_ms` in order, until a sample comes: a keystroke asks for its
-    # percentiles three times (hedge delay, race, deadline), a sort of `WINDOW` samples each.
+    # `recent_first_token_ms` in order once asked for, kept in order as samples come: a
+    # keystroke asks for its percentiles three times (hedge delay, race, deadline).
     _ordered_first_token: list[float] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -207,8 +208,19 @@ class EndpointStats:
         return _percentile_of_ordered(self._ordered_first_token, q)
 
     def _note_first_token(self, first_token_ms: float) -> None:
-        self.recent_first_token_ms.append(first_token_ms)
-        self._ordered_first_token = None
+        """The sample joins the window, and the ordered copy once one is kept: the sample
+        that falls out of the window taken out of it and this one put in its place, so a
+        request reads its percentiles without sorting the window again."""
+        window, ordered = self.recent_first_token_ms, self._ordered_first_token
+        if ordered is not None and len(window) == window.maxlen:
+            index = bisect.bisect_left(ordered, window[0])
+            if index < len(ordered) and ordered[index] == window[0]:
+                del ordered[index]
+            else:  # not found (a NaN): sorted afresh when next asked
+                ordered = self._ordered_first_token = None
+        if ordered is not None:
+            bisect.insort(ordered, first_token_ms)
+        window.append(first_token_ms)
 
     def forgive_errors(self) -> None:
         """A recovered endpoint starts afresh: its past outage no longer weighs on its rank."""

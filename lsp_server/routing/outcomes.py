@@ -154,14 +154,15 @@ class Outcomes:
         served_by: Endpoint | None,
         reason: Reason,
         started: float,
+        ended: float | None = None,
         prompt_tokens: int = 0,
         tokens: int = 0,
         uri: str | None = None,
         hedged: bool = False,
         detail: str | None = None,
     ) -> Decision:
-        """Log who served a request (None: nobody) and why; the answer's cost is added to the
-        endpoint's account."""
+        """Log who served a request (None: nobody) and why, its latency from `started` to
+        `ended` (by default now); the answer's cost is added to the endpoint's account."""
         cost = 0.0
         if served_by is not None:
             cost = estimate_cost(served_by.price, prompt_tokens, tokens)
@@ -170,7 +171,7 @@ class Outcomes:
             kind=kind,
             endpoint=served_by.name if served_by is not None else None,
             reason=reason,
-            latency_ms=round((time.monotonic() - started) * 1000, 2),
+            latency_ms=round(((ended or time.monotonic()) - started) * 1000, 2),
             tokens=tokens if served_by is not None else 0,
             cost_usd=cost,
             uri=uri,

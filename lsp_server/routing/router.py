@@ -23,8 +23,10 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from lsp_server.after_answer import later as after_the_answer
 from lsp_server.backends.base import (
     ChatEvent,
     ChatRequest,
@@ -253,18 +255,16 @@ class Router:
             on_attempt=on_attempt,
         )
         outcome = await race.run()
-        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
-        self.outcomes.request_ended(kind=kind, hedged=outcome.hedged, explored=explored)
+        ended = time.monotonic()
         rider_reason = choice.rider_reason if parallel > 1 else None
-        routed = self._settle_race(
-            outcome, candidates, (reason, rider_reason), request, started, uri
+        routed = _routed(outcome, candidates, (reason, rider_reason), started, ended)
+        # The statistics, the decision and the rest of the records wait for the answer to be
+        # written (`after_answer`): the caller needs only `routed`.
+        after_the_answer(
+            partial(self._record_race, outcome, candidates, choice, request, started, ended, uri)
         )
-        if request.role == "edit":
-            for view in candidates:
-                self.pool.adopt_edit_view(view)
-            if outcome.timed_out:  # a partial rewrite is no edit
-                routed = dataclasses.replace(routed, text="")
-        self._save_now_and_then()
+        if request.role == "edit" and outcome.timed_out:  # a partial rewrite is no edit
+            routed = dataclasses.replace(routed, text="")
         return routed
 
     async def edit(
@@ -385,19 +385,25 @@ class Router:
         p95 = stats.first_token_percentile(0.95) or configured
         return min(configured, max(ADAPTIVE_HEDGE_FLOOR_MS, p95))
 
-    def _settle_race(
+    def _record_race(
         self,
         outcome: RaceOutcome,
         candidates: list[Endpoint],
-        reasons: tuple[Reason, Reason | None],
+        choice: Choice,
         request: RaceRequest,
         started: float,
+        ended: float,
         uri: str | None,
-    ) -> Routed:
+    ) -> None:
+        """What a race taught: each attempt's statistics, the decision, the answer's length,
+        the edit views' errors carried back; the estimates saved now and then."""
+        parallel = choice.parallel
+        explored = choice.rider_reason is Reason.EXPLORE and parallel > 1
+        self.outcomes.request_ended(kind=request.kind, hedged=outcome.hedged, explored=explored)
         measuring = {id(a) for a in outcome.measuring}
         for attempt in outcome.attempts:
             if id(attempt) not in measuring:
-                self._record_attempt(attempt, won=attempt is outcome.winner, ended=time.monotonic())
+                self._record_attempt(attempt, won=attempt is outcome.winner, ended=ended)
         if outcome.measuring:
             self._measure_later(outcome.measuring, started)
         tried = {id(a.endpoint) for a in outcome.attempts}
@@ -405,50 +411,28 @@ class Router:
             if id(endpoint) not in tried:
                 self.outcomes.not_asked(endpoint=endpoint)
         winner = outcome.winner
-        latency_ms = (time.monotonic() - started) * 1000
-        reason, rider_reason = reasons
-        if winner is not None and winner.endpoint is not candidates[0]:
-            primary_failed = any(
-                a.endpoint is candidates[0] and a.error is not None for a in outcome.attempts
-            )
-            if primary_failed or not winner.hedge:
-                reason = Reason.FALLBACK  # it answered because the primary could not
-            elif rider_reason is not None and winner.endpoint is candidates[1]:
-                reason = rider_reason
-            else:
-                reason = Reason.HEDGE_WIN
-        if winner is not None:
-            self._answer_tokens(request.role).add(float(max(1, winner.usage.completion_tokens)))
-        served_by = winner.endpoint if winner else None
-        tokens = winner.usage.completion_tokens if winner else 0
-        failures = _failures(outcome.attempts)
-        if outcome.timed_out:
-            reason = Reason.DEADLINE
+        rider_reason = choice.rider_reason if parallel > 1 else None
+        routed = _routed(outcome, candidates, (choice.reason, rider_reason), started, ended)
         prompt_tokens = 0
         if winner is not None:
+            self._answer_tokens(request.role).add(float(max(1, winner.usage.completion_tokens)))
             prompt_tokens = winner.usage.prompt_tokens or request.prompt_chars // 4
-        routed = Routed(
-            outcome.text,
-            served_by.name if served_by else None,
-            reason,
-            latency_ms,
-            tokens,
-            outcome.timed_out,
-            winner.usage if winner else None,
-            failures=failures,
-        )
         self.outcomes.decision(
             kind=request.kind,
-            served_by=served_by,
-            reason=reason,
+            served_by=winner.endpoint if winner is not None else None,
+            reason=routed.reason,
             started=started,
+            ended=ended,
             prompt_tokens=prompt_tokens,
-            tokens=tokens,
+            tokens=routed.tokens,
             uri=uri,
             hedged=outcome.hedged,
             detail=routed.detail,
         )
-        return routed
+        if request.role == "edit":
+            for view in candidates:
+                self.pool.adopt_edit_view(view)
+        self._save_now_and_then()
 
     def _measure_later(self, attempts: list[Attempt], started: float) -> None:
         """Await explorations that lost before their first token until it comes (within the
@@ -692,6 +676,40 @@ def _first_token_ms(attempt: Attempt) -> float | None:
     if attempt.first_token_at is None:
         return None
     return max(0.0, (attempt.first_token_at - attempt.started_at) * 1000 - attempt.usage.setup_ms)
+
+
+def _routed(
+    outcome: RaceOutcome,
+    candidates: list[Endpoint],
+    reasons: tuple[Reason, Reason | None],
+    started: float,
+    ended: float,
+) -> Routed:
+    """What the caller of a race is told: the text, who answered and why, what failed."""
+    winner = outcome.winner
+    reason, rider_reason = reasons
+    if winner is not None and winner.endpoint is not candidates[0]:
+        primary_failed = any(
+            a.endpoint is candidates[0] and a.error is not None for a in outcome.attempts
+        )
+        if primary_failed or not winner.hedge:
+            reason = Reason.FALLBACK  # it answered because the primary could not
+        elif rider_reason is not None and winner.endpoint is candidates[1]:
+            reason = rider_reason
+        else:
+            reason = Reason.HEDGE_WIN
+    if outcome.timed_out:
+        reason = Reason.DEADLINE
+    return Routed(
+        outcome.text,
+        winner.endpoint.name if winner is not None else None,
+        reason,
+        (ended - started) * 1000,
+        winner.usage.completion_tokens if winner is not None else 0,
+        outcome.timed_out,
+        winner.usage if winner is not None else None,
+        failures=_failures(outcome.attempts),
+    )
 
 
 def _failures(attempts: list[Attempt]) -> tuple[EndpointFailure, ...]:

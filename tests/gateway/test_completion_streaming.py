@@ -124,7 +124,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, dripping: FakeLLMServer) -
 def test_text_reaches_the_client_while_the_upstream_still_writes(
     gateway: Gateway, dripping: FakeLLMServer
 ) -> None:
-    dripping.reset()
+    dripping.quiet()
     stream = gateway.client().completions.with_raw_response.create(
         model="gateway-ls",
         prompt=PY_PREFIX,
@@ -166,7 +166,7 @@ def _tracked(
 def test_a_client_leaving_mid_stream_cancels_the_upstream(
     gateway: Gateway, dripping: FakeLLMServer
 ) -> None:
-    dripping.reset()
+    dripping.quiet()
     stream = gateway.client().completions.create(
         model="gateway-ls", prompt=PY_PREFIX, suffix=PY_SUFFIX, max_tokens=64, stream=True
     )

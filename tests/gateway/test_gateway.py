@@ -79,7 +79,7 @@ def fresh_records(request: pytest.FixtureRequest) -> None:
     for name in ("fast", "slow"):
         if name in request.fixturenames:
             server: FakeLLMServer = request.getfixturevalue(name)
-            server.reset()
+            server.quiet()
 
 
 def test_models_lists_automatic_routing_and_each_endpoint(gateway: Gateway) -> None:

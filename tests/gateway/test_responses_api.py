@@ -103,7 +103,7 @@ def fresh_records(
     model: ScriptedAgentServer, limited: FakeLLMServer, claude: FakeLLMServer, talker: FakeLLMServer
 ) -> None:
     for server in (model, limited, claude, talker):
-        server.reset()
+        server.quiet()
 
 
 def post(gateway: Gateway, body: dict[str, Any], **headers: str) -> httpx.Response:

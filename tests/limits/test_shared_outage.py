@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import redis
 
+from lsp_server.limits import shared_store
 from lsp_server.limits.limiter import Limiter
 from lsp_server.limits.quota import LimitKind, Spent
 from lsp_server.limits.shared_store import LEDGER_KEY, WARM_CONNECTIONS
@@ -199,5 +200,40 @@ async def test_a_gateway_ready_for_traffic_has_loaded_its_scripts_and_opened_con
         assert all(store.script_exists(*(script.sha for script in scripts)))
         names = [client.get("name") for client in store.client_list()]
         assert names.count("gateway-ls-limits") >= WARM_CONNECTIONS
+    finally:
+        await limiter.aclose()
+
+
+async def test_ledger_entries_alone_wait_for_others_and_a_reservations_end_goes_at_once(
+    redis_server: RedisServer, store: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    limiter = limiter_for(LIMITS)
+    limiter.share(redis_server.url, None, lambda call, _s: calls.append(call))
+    try:
+        await limiter.ready(5)
+        # A client without limits leaves only its ledger entry to send: it goes once the
+        # coalescing time is up.
+        alone = await limiter.admit(demand("free", chars=200))
+        assert alone.lease is not None and not alone.lease.shared
+        limiter.settle(alone.lease, USED, 0.1)
+        # (Redis may hold it before the reply is read: the call is counted then.)
+        await until(lambda: calls.count("settle") == 1, "a ledger entry alone never went")
+        assert held(store)[2] == 1
+        monkeypatch.setattr(shared_store, "COALESCE_S", 60.0)
+        before = calls.count("settle")
+        for _ in range(5):
+            admission = await limiter.admit(demand("free", chars=200))
+            assert admission.lease is not None
+            limiter.settle(admission.lease, USED, 0.1)
+            await asyncio.sleep(0.02)  # time enough for a call, were it made at once
+        assert held(store)[2] == 1 and calls.count("settle") == before  # they wait
+        # A reservation's end is what the next admission reads: it goes at once, and takes
+        # the waiting entries with it, in one call.
+        admission = await limiter.admit(demand(chars=200))
+        assert admission.lease is not None and admission.lease.shared
+        limiter.settle(admission.lease, USED, 0.1)
+        await until(lambda: calls.count("settle") > before, "the lease's end never went")
+        assert held(store)[1:] == (0, 7) and calls.count("settle") == before + 1
     finally:
         await limiter.aclose()

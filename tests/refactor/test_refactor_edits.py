@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from itertools import pairwise
 
 import pytest
@@ -18,6 +19,7 @@ from lsp_server.refactor.edits import (
     reindent,
     validate,
 )
+from lsp_server.text_edits import _changed_blocks
 
 pytestmark = pytest.mark.unit
 
@@ -232,6 +234,17 @@ def test_applying_minimal_edits_reproduces_the_new_text(old: str, new: str) -> N
     assert all(a[1] <= b[0] for a, b in pairwise(offsets))
     boundaries = [offset for pair in offsets for offset in pair]
     assert not any(old[offset - 1 : offset + 1] == "\r\n" for offset in boundaries if offset)
+
+
+_line_lists = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "e"]), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(old=_line_lists, new=_line_lists)
+def test_the_changed_line_blocks_are_the_ones_difflib_finds(old: list[str], new: list[str]) -> None:
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    expected = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    assert _changed_blocks(old, new) == expected
 
 
 @settings(max_examples=100, deadline=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -54,6 +55,18 @@ def test_first_token_percentiles_follow_each_new_sample() -> None:
     stats.record_success(first_token_ms=5.0, total_ms=9.0, tokens=2, won=True)
     assert stats.first_token_percentile(0.0) == 5.0
     assert stats.first_token_percentile(0.5) == 20.0
+
+
+def test_first_token_percentiles_asked_every_sample_match_a_sort_of_the_window() -> None:
+    stats = EndpointStats()
+    rng = random.Random(11)
+    for _ in range(WINDOW * 3):
+        sample = float(rng.randrange(1, 60))  # repeated values: the one that left goes
+        stats.record_success(first_token_ms=sample, total_ms=sample + 5, tokens=2, won=True)
+        ordered = sorted(stats.recent_first_token_ms)
+        for q in (0.0, 0.5, 0.95, 1.0):
+            nearest_rank = max(1, math.ceil(q * len(ordered)))
+            assert stats.first_token_percentile(q) == ordered[nearest_rank - 1]
 
 
 def test_percentiles_cover_only_the_recent_window() -> None:

@@ -811,6 +811,14 @@ class FakeLLMServer:
             self.completed_streams = 0
             self.disconnects = 0
 
+    def quiet(self, timeout_s: float = 10) -> None:
+        """Wait for the streams still open to end, then `reset`: a stream counts as completed
+        only after its last bytes went out, so on a loaded machine the client (and the test
+        before) may be done with it before it is counted."""
+        if not self.wait_for(lambda server: server.open_streams == 0, timeout_s):
+            raise AssertionError(f"{self.name}: streams still open after {timeout_s} s")
+        self.reset()
+
     def wait_for(self, predicate: Callable[[FakeLLMServer], bool], timeout_s: float = 5) -> bool:
         """Poll `predicate(self)` until it holds or `timeout_s` passes; True if it held."""
         deadline = time.monotonic() + timeout_s

@@ -218,12 +218,33 @@ async function ghostText(page, selector) {
  * @param {import("puppeteer-core").Page} page
  */
 async function suggestWidgetRows(page) {
-  await page.keyboard.down("Control");
-  await page.keyboard.press("Space");
-  await page.keyboard.up("Control");
-  await page.waitForSelector(".suggest-widget .monaco-list-row, .suggest-widget .message", {
-    visible: true,
-  });
+  // On a loaded machine the workbench may drop a chord pressed while it is busy, or the keys may
+  // go elsewhere: press it again until the widget opens, rather than waiting once for a widget
+  // that was never asked for.
+  const attempts = 4;
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.down("Control");
+    await page.keyboard.press("Space");
+    await page.keyboard.up("Control");
+    try {
+      await page.waitForSelector(".suggest-widget .monaco-list-row, .suggest-widget .message", {
+        visible: true,
+        timeout: 15_000,
+      });
+      break;
+    } catch (error) {
+      // Say where the keys went, then give the editor the focus back (its tab: the cursor stays).
+      const focused = await page.evaluate(() => {
+        const node = document.activeElement;
+        return node ? `${node.tagName.toLowerCase()}.${node.className}` : "nothing";
+      });
+      report.suggestAttempts = [...(/** @type {string[]} */ (report.suggestAttempts ?? [])), focused];
+      if (attempt >= attempts) {
+        throw error;
+      }
+      await focusEditorOf(page, plan.file);
+    }
+  }
   await page.waitForFunction(() => {
     const message = /** @type {HTMLElement | null} */ (document.querySelector(".suggest-widget .message"));
     const shown = message !== null && message.offsetParent !== null;
