@@ -4,7 +4,7 @@ table.
 
     python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
                                      [--rounds 1] [--cores] [--keystroke-after 1.0]
-                                     [--interleaved] [--busy]
+                                     [--interleaved] [--busy] [--rejoin]
 
 Each request is a next edit as the server asks it of the local model (`edit_call`): the rename
 case of the real-editor tests (a parameter renamed in a signature, its use below), then the
@@ -26,6 +26,10 @@ what a wider edit costs the keystroke that stops it.
 
 `--busy`: one core held by a busy loop throughout (a build beside the editor).
 
+`--rejoin`: the drafted edit writing the region out whole against the shipped one, which ends
+once its answer copies the rest of the region (`rejoin`), alternately; "same" then compares
+the edits each answer makes of the document.
+
 `--interleaved`: a keystroke, the next edit, the keystroke again, the edit again, each on the
 cache the one before left: what each finds of its prompt there (`edit_cache`), and the edit
 again with its prompt not kept aside, as before.
@@ -41,7 +45,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,10 +58,12 @@ from lsp_server.backends.base import CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import _fill
 from lsp_server.config.model import LocalConfig
+from lsp_server.nextedit.edits import region_edits
 from lsp_server.nextedit.history import EditHistory
-from lsp_server.nextedit.prompts import edit_call
+from lsp_server.nextedit.prompts import edit_call, read_answer
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
+from lsp_server.text_edits import OffsetEdit
 from tests.support.busy_machine import one_core_busy
 
 RENAME_BEFORE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
@@ -194,7 +200,13 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     print(header)
     print("-" * len(header))
-    first, second = ("configured", "cores") if args.cores else ("chat", "drafted")
+    first, second = (
+        ("configured", "cores")
+        if args.cores
+        else ("whole", "rejoin")
+        if args.rejoin
+        else ("chat", "drafted")
+    )
     totals: dict[str, list[float]] = {first: [], second: []}
     writing: dict[str, list[float]] = {first: [], second: []}
     cores = backend._edit_cores
@@ -206,10 +218,17 @@ async def main_async(args: argparse.Namespace) -> None:
                 one = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
                 backend._edit_cores = cores
                 other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+            elif args.rejoin:
+                whole = replace(call, rewrites=None)
+                one = await timed(backend, lambda u, c=whole: backend.edit(c, u), True)
+                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
             else:
                 one = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
                 other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
-            same = one.text == other.text
+            if args.rejoin:
+                same = edits_of(request, one.text) == edits_of(request, other.text)
+            else:
+                same = one.text == other.text
             for path, timing in ((first, one), (second, other)):
                 print(row(name, path, timing, same), flush=True)
                 totals[path].append(timing.first_s + timing.rest_s)
@@ -230,6 +249,15 @@ async def main_async(args: argparse.Namespace) -> None:
     if args.interleaved:
         await print_interleaved(backend, args.limit)
     await backend.aclose()
+
+
+def edits_of(request: EditRequest, answer: str) -> list[OffsetEdit] | str:
+    """The document edits an answer makes, or why it was dropped."""
+    try:
+        new_region = read_answer("chat", answer)
+        return region_edits(request, new_region) if new_region is not None else []
+    except ValueError as error:
+        return str(error)
 
 
 async def edit_s(backend: LocalBackend, call: EditCall) -> float:
@@ -345,6 +373,9 @@ def main() -> None:
         "--cores", action="store_true", help="the configured threads against every core"
     )
     parser.add_argument("--busy", action="store_true", help="one core held by a busy loop")
+    parser.add_argument(
+        "--rejoin", action="store_true", help="the region written out whole against rejoin"
+    )
     parser.add_argument(
         "--interleaved", action="store_true", help="next edits and keystrokes taking turns"
     )

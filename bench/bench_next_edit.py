@@ -3,6 +3,8 @@
     python bench/bench_next_edit.py [--models gemma-3-270m,qwen2.5-coder-0.5b]
                                     [--regions 4+8,2+5,8+16] [--history 8] [--limit N]
                                     [--warm 12] [--threads 1] [--no-busy] [--json FILE]
+                                    [--rejoin on,off] [--read-ahead on,off]
+                                    [--editor-pause-ms 400]
 
 The tasks (bench/next_edit_set.py) are commits of public Python projects that change one file
 in a few small hunks: the earlier hunks are the history, the last is the edit to predict; a
@@ -13,7 +15,11 @@ alone (bench/next_edit_server.py sets the sizes), a new one for each task so tha
 another's edits or files, and each task is replayed as an editor sends it: the file opened,
 each hunk of the history one `didChange`, then `textDocument/copilotInlineEdit` at the cursor
 the last hunk left (cold: the first request on the document), and for the first `--warm`
-tasks the same request again (warm: the prompt is in the model's KV cache).
+tasks the same request again (warm: the prompt is in the model's KV cache). With
+`--editor-pause-ms P` each change is followed by a pause of P and a request, as an editor that
+asks after each pause in typing does, and the last request is the one timed and scored.
+`--rejoin off` has the local model write its rewritten region out whole; `--read-ahead off`
+keeps it from reading a prepared prompt while typing pauses.
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
@@ -67,6 +73,7 @@ from next_edit_set import Step, Task, tasks
 from lsp_server.backends.model_presets import DEFAULT_PRESET
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.history import HISTORY_MAX_EDITS
+from lsp_server.nextedit.prompts import LOCAL_REJOIN
 from lsp_server.nextedit.region import (
     LOCAL_CONTEXT_LINES,
     REGION_LINES_AFTER,
@@ -89,11 +96,15 @@ class Condition:
     after: int  # and below
     history: int  # edits kept
     context: int = LOCAL_CONTEXT_LINES  # lines of the file shown either side of the region
+    rejoin: bool = LOCAL_REJOIN  # the local model ends a region once it copies the rest
+    read_ahead: bool = True  # offline, the local model reads the prompt while typing pauses
 
     @property
     def label(self) -> str:
         shown = "" if self.context == LOCAL_CONTEXT_LINES else f" c{self.context}"
-        return f"{self.model} r{self.before}+{self.after} h{self.history}{shown}"
+        whole = "" if self.rejoin else " whole"
+        ahead = "" if self.read_ahead else " not-ahead"
+        return f"{self.model} r{self.before}+{self.after} h{self.history}{shown}{whole}{ahead}"
 
 
 @dataclass(slots=True)
@@ -243,16 +254,28 @@ def _applied(text: str, edit: Mapping[str, Any]) -> str:
 
 
 async def _ask(
-    client: LanguageClient, task: Task, folder: Path, condition: Condition, warm: bool
+    client: LanguageClient,
+    task: Task,
+    folder: Path,
+    condition: Condition,
+    warm: bool,
+    editor_pause_s: float = 0.0,
 ) -> Outcome:
+    """`editor_pause_s`: ask as an editor that asks after each pause in typing does, that long
+    after each change (the earlier answers unused); else each change follows the one before at
+    once and the one request comes right after the last."""
     path = folder / task.path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(task.opened, encoding="utf-8")
     _open(client, path, task.opened)
     text, version = task.opened, 1
-    for step in task.history:
+    for index, step in enumerate(task.history):
         version += 1
         text = _did_change(client, path, version, text, step)
+        if editor_pause_s:
+            await asyncio.sleep(editor_pause_s)
+            if index < len(task.history) - 1:
+                await _inline_edit(client, path, version, text, step.cursor)
     assert text == task.document
 
     start = time.perf_counter()
@@ -295,7 +318,9 @@ async def run_condition(
         home = workdir / condition.label.replace(" ", "_") / f"t{index}"
         async with _server(condition, args, home) as client:
             warm = index < args.warm
-            outcome = await _ask(client, task, home / "ws", condition, warm)
+            outcome = await _ask(
+                client, task, home / "ws", condition, warm, args.editor_pause_ms / 1000
+            )
         outcomes.append(outcome)
         after_each()
         if args.verbose:
@@ -323,6 +348,8 @@ async def _server(
         str(condition.after),
         str(condition.history),
         str(condition.context),
+        "rejoin" if condition.rejoin else "whole",
+        "ahead" if condition.read_ahead else "not-ahead",
     )
     await client.start_io(
         sys.executable,
@@ -479,9 +506,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=str(LOCAL_CONTEXT_LINES),
         help="comma-separated lines of the file the local model is shown around the region",
     )
+    parser.add_argument(
+        "--rejoin",
+        default="on" if LOCAL_REJOIN else "off",
+        help="comma-separated: on, the local model ends a region once it copies the rest; "
+        "off, it writes the region out whole",
+    )
+    parser.add_argument(
+        "--read-ahead",
+        default="on",
+        help="comma-separated: on, the local model reads a prepared prompt while typing "
+        "pauses (with --editor-pause-ms); off, it reads it when asked",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N edit and none tasks")
     parser.add_argument("--warm", type=int, default=12, help="ask the first N tasks twice")
     parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
+    parser.add_argument(
+        "--editor-pause-ms",
+        type=int,
+        default=0,
+        help="ask as an editor does: this long after each change (the VS Code extension "
+        "waits 400), the last request timed as cold; 0: the changes at once, one request",
+    )
     parser.add_argument("--answer-deadline-ms", type=int, default=60_000)
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
     parser.add_argument("--seed", type=int, default=0, help="of the bootstrap")
@@ -504,11 +550,19 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
             before, _, after = region.partition("+")
             for history in args.history.split(","):
                 for context in args.context.split(","):
-                    chosen.append(
-                        Condition(
-                            model.strip(), int(before), int(after), int(history), int(context)
-                        )
-                    )
+                    for rejoin in args.rejoin.split(","):
+                        for ahead in args.read_ahead.split(","):
+                            chosen.append(
+                                Condition(
+                                    model.strip(),
+                                    int(before),
+                                    int(after),
+                                    int(history),
+                                    int(context),
+                                    rejoin.strip() == "on",
+                                    ahead.strip() == "on",
+                                )
+                            )
     return chosen
 
 
@@ -532,6 +586,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
     print(
         f"{len(chosen)} tasks {kinds} from bench/data/next_edit; n_threads {args.threads}; "
         f"warm on the first {args.warm}; "
+        f"{f'asked {args.editor_pause_ms} ms after each change; ' if args.editor_pause_ms else ''}"
         f"{'one core busy' if not args.no_busy else 'no extra load'}; "
         f"load average before {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
     )

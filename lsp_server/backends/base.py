@@ -150,13 +150,16 @@ class EditCall:
     """One endpoint's call for a next-edit prediction, in the form its model reads: chat
     `messages` (Mercury's edit API, an instruction on a chat API), or a raw `prompt` for a
     completions API (the open Zeta and Sweep models). `path` is where it goes under the
-    endpoint's base URL; the local model ignores it."""
+    endpoint's base URL; the local model ignores it. `rewrites`: the text the answer writes
+    out again, changed, in a fence (the chat format's region), so that a model that writes it a
+    token at a time may stop once the answer copies it and finish the copy itself."""
 
     path: str
     messages: tuple[ChatMessage, ...] = ()
     prompt: str | None = None
     max_tokens: int = 512
     stop: tuple[str, ...] = ()
+    rewrites: str | None = None
 
     def as_chat(self) -> ChatRequest:
         return ChatRequest(self.messages, max_tokens=self.max_tokens, stop=self.stop)

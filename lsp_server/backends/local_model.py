@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from lsp_server.backends.base import Backend, CompletionRequest
+from lsp_server.backends.base import Backend, CompletionRequest, EditCall
 
 
 class LocalState(StrEnum):
@@ -71,6 +71,10 @@ class LocalModel(Backend):
 
     def prefill(self, request: CompletionRequest) -> bool:
         """Evaluate `request`'s prompt ahead of time if idle; True if that started."""
+        return False
+
+    def prefill_edit(self, call: EditCall) -> bool:
+        """Evaluate a next edit's prompt ahead of time if idle; True if that started."""
         return False
 
     def details(self) -> dict[str, Any]:

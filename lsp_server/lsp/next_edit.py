@@ -13,10 +13,12 @@ that it was dismissed (an edit shown and followed by another request is counted 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lsp_server.after_answer import later
 from lsp_server.lsp.documents import offset_at, open_document, position_at
 from lsp_server.lsp.json_result import JsonResult
 
@@ -76,8 +78,9 @@ async def next_edit_at(
         return NO_EDITS
     held = document.version
     offset = offset_at(document, position)
-    async with ls.superseding(uri, COPILOT_INLINE_EDIT):
-        await ls.engine_ready()
+    with ls.superseding(uri, COPILOT_INLINE_EDIT):
+        if not ls.has_engine:
+            await ls.engine_ready()
         edit = await ls.engine.next_edits.predict(
             uri=document.uri,
             text=document.source,
@@ -86,7 +89,8 @@ async def next_edit_at(
         )
     if edit.hull is None or document.version != held:
         return NO_EDITS
-    ls.engine.next_edits.proposed(uri, edit)
+    # Noted once the answer is out, before the client can say it showed the edit.
+    later(partial(ls.engine.next_edits.proposed, uri, edit))
     return JsonResult(edits=[_wire_edit(document, uri, held, edit)])
 
 

@@ -11,10 +11,9 @@ progress are modules of their own beside this one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
@@ -69,6 +68,30 @@ class _Cursor:
     text: str
     offset: int
     language: str
+
+
+class Superseding:
+    """A request run as the one of its kind for its document, while inside: `_inflight` maps
+    (uri, kind) to the task of the request running."""
+
+    __slots__ = ("_inflight", "_key", "_task")
+
+    def __init__(self, inflight: dict[tuple[str, str], asyncio.Task[Any]], key: tuple[str, str]):
+        self._inflight = inflight
+        self._key = key
+        self._task: asyncio.Task[Any] | None = None
+
+    def __enter__(self) -> None:
+        self._task = current = asyncio.current_task()
+        previous = self._inflight.get(self._key)
+        if previous is not None and previous is not current and not previous.done():
+            previous.cancel()
+        if current is not None:
+            self._inflight[self._key] = current
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._inflight.get(self._key) is self._task:
+            del self._inflight[self._key]
 
 
 class GatewayServer(LanguageServer):
@@ -148,22 +171,10 @@ class GatewayServer(LanguageServer):
             await asyncio.shield(self._prepared)
             self.start_services()
 
-    @contextlib.asynccontextmanager
-    async def superseding(self, uri: str, kind: str) -> AsyncIterator[None]:
+    def superseding(self, uri: str, kind: str) -> Superseding:
         """Run the current request as the one of `kind` for `uri`: an older one still running
         is cancelled, and a newer one cancels this."""
-        current = asyncio.current_task()
-        key = (uri, kind)
-        previous = self._inflight.get(key)
-        if previous is not None and previous is not current and not previous.done():
-            previous.cancel()
-        if current is not None:
-            self._inflight[key] = current
-        try:
-            yield
-        finally:
-            if self._inflight.get(key) is current:
-                del self._inflight[key]
+        return Superseding(self._inflight, (uri, kind))
 
     # -- what the context store sees -------------------------------------------------------
 
@@ -319,22 +330,12 @@ class GatewayServer(LanguageServer):
         if document is None:
             return None
         offset = offset_at(document, position)
-        current = asyncio.current_task()
-        key = (uri, kind)
-        previous = self._inflight.get(key)
-        if previous is not None and previous is not current and not previous.done():
-            previous.cancel()  # superseded by this newer keystroke
-        if current is not None:
-            self._inflight[key] = current
-        request = _Cursor(uri, document.source, offset, document.language_id or "")
-        try:
+        with self.superseding(uri, kind):  # an older keystroke's request is cancelled
+            request = _Cursor(uri, document.source, offset, document.language_id or "")
             if self._engine is None and self._prepared is not None:
                 suggestion = await self._suggest_once_prepared(request)
             else:
                 suggestion = await self._suggest(request)
-        finally:
-            if self._inflight.get(key) is current:
-                del self._inflight[key]
         return document, suggestion
 
     def prefill(self, uri: str, offset: int | None) -> None:

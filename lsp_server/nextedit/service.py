@@ -173,8 +173,18 @@ class NextEditService:
         calls = {
             e.name: (e.config, edit_call(request, e.config)) for e in (*answerers.remotes, *local)
         }
+        if answerers.local is not None and answerers.local_must_answer:
+            self._read_ahead_locally(calls[answerers.local.name][1])
         until = self.history.recent_until()
         return Prepared(request, stay_local, state, until, calls)
+
+    def _read_ahead_locally(self, call: EditCall) -> None:
+        """The local model alone will answer (offline, or a sensitive document): it reads the
+        prompt now, while typing pauses, so the request finds it read (a request or a
+        keystroke stops it; what it read stays for the next edit)."""
+        model = self.router.pool.local_model
+        if model is not None:
+            model.prefill_edit(call)
 
     async def _route(
         self,

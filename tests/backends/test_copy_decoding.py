@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import PromptLookup
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
+from lsp_server.nextedit.chat_format import read_chat_answer
 from tests.support.real_tools import require_preset
 
 # A prompt as token ids: an instruction (1, 2), then a region (10 ... 17) that holds the run
@@ -181,3 +183,58 @@ async def test_a_keystroke_between_two_next_edits_costs_neither_its_prompt(
 
     assert coder.last_reused_tokens == edit_prompt - 1  # kept aside through the keystroke
     assert again == first
+
+
+@pytest.mark.model
+async def test_a_next_edit_read_ahead_is_found_read_and_the_keystrokes_prompt_put_back(
+    coder: LocalBackend,
+) -> None:
+    """Offline, a next edit's prompt is read while typing pauses (`prefill_edit`): the request
+    that comes reads none of it again, and the keystroke after the pause finds its own."""
+    keystroke = CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=4)
+    await collect_text(coder.complete(keystroke))
+    keystroke_prompt = coder.last_prompt_tokens
+    coder._edit_saved = None  # no next edit's prompt kept from before
+
+    assert coder.prefill_edit(EDIT_CALL)
+    await coder.wait_idle()
+    await collect_text(coder.complete(keystroke))
+    assert coder.last_reused_tokens >= keystroke_prompt - 1  # put back after the read-ahead
+    answer = await collect_text(coder.edit(EDIT_CALL, Usage()))
+
+    assert coder.last_reused_tokens == coder.last_prompt_tokens - 1  # all read ahead
+    assert "def circumference(" in answer
+
+
+@pytest.mark.model
+async def test_a_region_rewritten_ends_once_it_copies_the_rest(coder: LocalBackend) -> None:
+    """The model copies the code it was given; the region it is said to rewrite differs from it
+    in the first line, so the answer changes a line, then copies: it ends there, and the rest of
+    the region completes it, fence and all."""
+    region = CODE.rstrip("\n").replace("import math", "import cmath")
+    whole_usage, usage = Usage(), Usage()
+    whole = await collect_text(coder.edit(EDIT_CALL, whole_usage))
+    rejoined_before = coder.copying.rejoined
+    answer = await collect_text(coder.edit(replace(EDIT_CALL, rewrites=region), usage))
+
+    assert coder.copying.rejoined == rejoined_before + 1
+    assert read_chat_answer(answer) == CODE.rstrip("\n")  # its first line, then the region's
+    assert "def circumference(" in whole
+    assert usage.completion_tokens < whole_usage.completion_tokens / 2
+
+
+@pytest.mark.model
+async def test_a_next_edits_request_lets_the_read_ahead_of_its_prompt_finish(
+    coder: LocalBackend,
+) -> None:
+    """The request for the prompt being read ahead runs after that reading instead of stopping
+    it (a read stopped inside a step loses the step); any other request stops it."""
+    other = replace(EDIT_CALL, messages=(*EDIT_CALL.messages[:1], ChatMessage("user", KEYSTROKE)))
+    for call, kept in ((EDIT_CALL, True), (other, False)):
+        coder._edit_saved = None
+        assert coder._llm is not None
+        coder._llm.reset()
+        assert coder.prefill_edit(EDIT_CALL)
+        await collect_text(coder.edit(call, Usage()))  # asked at once, as the reading starts
+        read_ahead = coder.last_reused_tokens
+        assert (read_ahead == coder.last_prompt_tokens - 1) is kept, (call, read_ahead)

@@ -144,6 +144,39 @@ async def test_a_file_made_sensitive_after_the_preparation_keeps_the_edit_here(
         assert edit_bytes(mercury) == 0
 
 
+async def test_only_the_local_model_reads_a_prepared_prompt_ahead_where_it_alone_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sensitive document's next edit is the local model's: its prompt is read while typing
+    pauses, the call the request then makes. One Mercury may answer is not read locally."""
+    local = LocalStandIn()
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            uri = (tmp_path / "scale.py").as_uri()
+            engine.next_edits.opened(uri, SOURCE)
+            await predict(engine, uri)
+            await renamed_and_paused(engine, uri)
+            assert local.read_ahead == []
+
+            routing = dataclasses.replace(engine.config.routing, sensitive_globs=("**/scale.py",))
+            engine.reconfigure(dataclasses.replace(engine.config, routing=routing))
+            engine.next_edits.opened(uri, SOURCE)
+            await renamed_and_paused(engine, uri)
+            (read,) = local.read_ahead
+            prepared = engine.next_edits._ahead.take(
+                uri,
+                RENAMED,
+                CURSOR,
+                "python",
+                engine.next_edits._state(),
+                engine.next_edits.history.now(),
+            )
+            assert prepared is not None and prepared.calls["local"][1] is read
+        finally:
+            await engine.aclose()
+
+
 async def test_over_lsp_a_next_edit_asked_after_a_pause_in_typing(tmp_path: Path) -> None:
     """As the VS Code extension asks: a pause after the last keystroke, then the request at
     the cursor it left."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage
+from lsp_server.backends.base import ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.factory import remote_backend
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import load_config_file
@@ -27,6 +27,7 @@ class LocalStandIn(LocalModel):
         self.is_local = True
         self.asked = 0
         self.next_edits = next_edits
+        self.read_ahead: list[EditCall] = []  # next edits' calls it was given to read ahead
 
     @property
     def state(self) -> LocalState:
@@ -35,6 +36,10 @@ class LocalStandIn(LocalModel):
     @property
     def next_edit_supported(self) -> bool | None:
         return self.next_edits
+
+    def prefill_edit(self, call: EditCall) -> bool:
+        self.read_ahead.append(call)
+        return True
 
     async def complete(
         self, request: CompletionRequest, usage: Usage | None = None

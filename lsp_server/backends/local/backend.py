@@ -72,6 +72,7 @@ from lsp_server.backends.local.pace import Pace
 from lsp_server.backends.local.prompt import CompletionPrompts
 from lsp_server.backends.local.prompt_abort import PromptAbort
 from lsp_server.backends.local.prompt_steps import STEP_TOKENS, cached_tokens, read_prompt
+from lsp_server.backends.local.rejoin import rest_of_answer
 from lsp_server.backends.local.tools import (
     handler_messages,
     handler_tool_choice,
@@ -111,6 +112,9 @@ class LocalBackend(LocalModel):
         # Next edits under way: a keystroke stops them (see `complete`).
         self._next_edits: set[Job] = set()
         self._prefills: set[Job] = set()
+        # The next edit's prompt being read ahead, and by which job: its own request lets it
+        # finish instead of stopping it (a read stopped inside a step loses that step).
+        self._edit_reading: tuple[EditCall, Job] | None = None
         self._edit_cores = os.cpu_count() or 1  # what a next edit may run on (`edit_threads`)
         self._core_verdict = CoreVerdict()
         self._edit_saved: edit_cache.Saved | None = None  # the last next edit's prompt
@@ -387,8 +391,10 @@ class LocalBackend(LocalModel):
 
     async def _edit(self, call: EditCall, usage: Usage | None) -> AsyncIterator[str]:
         await self.ensure_loaded()
+        reading = self._edit_reading
+        keep = reading[1] if reading is not None and reading[0] == call else None
         async for text in self._stream(
-            lambda job: self._run_edit(job, call), usage, self._next_edits
+            lambda job: self._run_edit(job, call), usage, self._next_edits, keep=keep
         ):
             if isinstance(text, str):
                 yield text
@@ -445,9 +451,34 @@ class LocalBackend(LocalModel):
         future.add_done_callback(lambda _f: self._prefills.discard(job))
         return True
 
-    def _stop_prefills(self) -> None:
+    def prefill_edit(self, call: EditCall) -> bool:
+        """Read a next edit's prompt ahead, as `prefill` does a keystroke's, if the model is
+        idle and would answer `call` on its own template; False otherwise."""
+        if self._state != LocalState.READY or self._closed or call.prompt is not None:
+            return False
+        if call.stop or any(not job.stop.is_set() for job in self._jobs):
+            return False
+        self._stop_prefills()
+        job = Job(asyncio.get_running_loop(), asyncio.Queue())
+        self._prefills.add(job)
+        try:
+            future = self._worker.submit(self._run, job, lambda j: self._run_edit_prefill(j, call))
+        except RuntimeError:  # closed meanwhile
+            self._prefills.discard(job)
+            return False
+        self._edit_reading = (call, job)
+        future.add_done_callback(lambda _f: self._edit_read(job))
+        return True
+
+    def _edit_read(self, job: Job) -> None:
+        self._prefills.discard(job)
+        if self._edit_reading is not None and self._edit_reading[1] is job:
+            self._edit_reading = None
+
+    def _stop_prefills(self, keep: Job | None = None) -> None:
         for job in self._prefills:
-            job.stop.set()
+            if job is not keep:
+                job.stop.set()
         for stop in self._idle_stops:
             stop.set()
 
@@ -476,16 +507,22 @@ class LocalBackend(LocalModel):
         self._state = LocalState.UNLOADED
 
     async def _stream(
-        self, body: Callable[[Job], None], usage: Usage | None, also_in: set[Job] | None = None
+        self,
+        body: Callable[[Job], None],
+        usage: Usage | None,
+        also_in: set[Job] | None = None,
+        *,
+        keep: Job | None = None,
     ) -> AsyncIterator[ChatEvent]:
         """Run `body` on the worker thread as one job and relay what it sends; the job is
-        also kept in `also_in` while it lasts."""
+        also kept in `also_in` while it lasts. `keep`: a prefill reading this request's own
+        prompt, left to finish (the request runs after it)."""
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._jobs.add(job)
         if also_in is not None:
             also_in.add(job)
         self._last_activity = time.monotonic()
-        self._stop_prefills()  # a request goes first: a prefill in its way stops now
+        self._stop_prefills(keep)  # a request goes first: a prefill in its way stops now
         try:
             future = self._worker.submit(self._run, job, body)
         except RuntimeError as exc:  # the worker was shut down by aclose()
@@ -674,8 +711,42 @@ class LocalBackend(LocalModel):
         if len(prompt) >= llm.n_ctx():
             raise ValueError(f"the prompt's {len(prompt)} tokens fill the context window")
         max_tokens = min(call.max_tokens, LOCAL_CHAT_MAX_TOKENS, llm.n_ctx() // 2)
+        stats = copy_decoding.CopyStats()
+
+        def write() -> None:
+            stats.add(self._write_edit(job, llm, prompt, max_tokens, call.rewrites))
+
+        threads = self._edit_on_its_cache(job, llm, prompt, write)
+        self.copying.add(stats)
+        log.debug(
+            "local edit: %d tokens in %d decodes, %d of %d drafted kept, %d threads",
+            stats.tokens,
+            stats.decodes,
+            stats.kept,
+            stats.drafted,
+            threads,
+        )
+
+    def _run_edit_prefill(self, job: Job, call: EditCall) -> None:
+        """A next edit's prompt read ahead into the next edits' own KV state (`edit_cache`):
+        the request that comes for it, or for any prompt that begins the same, reads only
+        the rest. A request stops it; what it read by then is kept."""
+        llm = self._require_model()
+        prompt = own_template_prompt(llm, call.messages)
+        if prompt is None or len(prompt) >= llm.n_ctx():
+            return
+        self.prefills += 1
+        self._edit_on_its_cache(job, llm, prompt, None)
+
+    def _edit_on_its_cache(
+        self, job: Job, llm: Llama, prompt: list[int], write: Callable[[], None] | None
+    ) -> int:
+        """Read `prompt` on the next edits' KV state, then `write` (if any) while the prompt's
+        reading is still under way or done; the keystrokes' state is put back after. Returns
+        the threads it ran on."""
         aside = self._edit_cache_in(llm, prompt)
-        self._record_prompt(job, list(llm.eval_tokens), prompt)
+        if write is not None:
+            self._record_prompt(job, list(llm.eval_tokens), prompt)
         configured = threads_used(self._config)
         threads = EditThreads(
             llm,
@@ -684,13 +755,18 @@ class LocalBackend(LocalModel):
             configured_tps=self._pace.prompt_tps,
             configured_read=self._pace.read,
         )
+
+        def on_step(tokens: int, seconds: float) -> None:
+            if write is None:
+                self.tokens_read_ahead += tokens
+            threads.on_step(tokens, seconds)
+
         try:
             with threads:
                 with PromptAbort(llm, job.stop):
-                    read_prompt(llm, prompt, job.stop, threads.on_step)
-                if job.stop.is_set():
-                    return
-                stats = self._write_edit(job, llm, prompt, max_tokens)
+                    read_prompt(llm, prompt, job.stop, on_step)
+                if write is not None and not job.stop.is_set():
+                    write()
         finally:
             if threads.fell_back:
                 self._core_verdict.slower()
@@ -698,15 +774,7 @@ class LocalBackend(LocalModel):
             self._edit_saved = edit_cache.save(llm, len(prompt) - 1) or self._edit_saved
             if aside is not None:
                 edit_cache.restore(llm, aside)
-        self.copying.add(stats)
-        log.debug(
-            "local edit: %d tokens in %d decodes, %d of %d drafted kept, %d threads",
-            stats.tokens,
-            stats.decodes,
-            stats.kept,
-            stats.drafted,
-            threads.threads,
-        )
+        return threads.threads
 
     def _edit_cache_in(self, llm: Llama, prompt: Sequence[int]) -> edit_cache.Saved | None:
         """Give the cache the last next edit's prompt where that shares more of `prompt` than
@@ -719,13 +787,16 @@ class LocalBackend(LocalModel):
         return aside
 
     def _write_edit(
-        self, job: Job, llm: Llama, prompt: list[int], max_tokens: int
+        self, job: Job, llm: Llama, prompt: list[int], max_tokens: int, rewrites: str | None
     ) -> copy_decoding.CopyStats:
+        """The answer, drafted; where it rewrites `rewrites`, it ends once it copies the rest,
+        which is sent as it stands (`rejoin`)."""
         import llama_cpp
 
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
         text = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stats = copy_decoding.CopyStats()
+        answer = ""
         for token in copy_decoding.generate(
             llm,
             prompt,
@@ -736,8 +807,17 @@ class LocalBackend(LocalModel):
         ):
             self._count_tokens(job, job.completion_tokens + 1)
             piece = text.decode(llm.detokenize([token]))
-            if piece:
-                job.send(piece)
+            if not piece:
+                continue
+            job.send(piece)
+            if rewrites is None:
+                continue
+            answer += piece
+            rest = rest_of_answer(answer, rewrites) if "\n" in piece else None
+            if rest is not None:
+                job.send(rest)
+                stats.rejoined += 1
+                break
         return stats
 
     def _run_tool_chat(self, job: Job, request: ChatRequest) -> None:

@@ -43,18 +43,21 @@ MATCH_TOKENS = 3  # the longest run of last tokens written that is looked up in 
 @dataclass(slots=True)
 class CopyStats:
     """What a generation decoded: `decodes` passes wrote `tokens` tokens, `drafted` tokens were
-    proposed and `kept` of them were the model's own choice."""
+    proposed and `kept` of them were the model's own choice; `rejoined` answers ended where
+    they copied the rest of what they rewrite (`rejoin`)."""
 
     decodes: int = 0
     tokens: int = 0
     drafted: int = 0
     kept: int = 0
+    rejoined: int = 0
 
     def add(self, other: CopyStats) -> None:
         self.decodes += other.decodes
         self.tokens += other.tokens
         self.drafted += other.drafted
         self.kept += other.kept
+        self.rejoined += other.rejoined
 
 
 class PromptLookup:
