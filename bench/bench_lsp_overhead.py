@@ -179,8 +179,8 @@ async def settled_rss_mb(process: psutil.Process, quiet_s: float = 1.0) -> float
 
 
 @contextmanager
-def zero_latency_endpoint() -> Iterator[str]:
-    """A `FakeLLMServer` in its own process; yields its OpenAI base URL."""
+def zero_latency_endpoint(cores: set[int] | None = None) -> Iterator[str]:
+    """A `FakeLLMServer` in its own process, on `cores` if given; yields its OpenAI base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -188,6 +188,8 @@ def zero_latency_endpoint() -> Iterator[str]:
     process = subprocess.Popen(
         [*command, "--text", TEXT], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    if cores:
+        os.sched_setaffinity(process.pid, cores)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 30

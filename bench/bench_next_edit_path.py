@@ -36,6 +36,12 @@ with orjson as the server does, on uvloop (libuv, the event loop of VS Code and 
 parse JSON natively); `--client pygls` is pygls' own client (pure-Python JSON with an object
 hook) on asyncio's loop, as before. The direct requests run on the same loop.
 
+The model stand-in runs on a core of its own (`--endpoint-core own`, the default where there are
+two cores or more), the servers, the client and the direct calls on the others. A model
+endpoint is another machine: on loopback, sharing the cores, the stand-in writes its answer's
+pieces slower to a server that wakes for each one and takes the core it writes from, which is a
+cost of the bench, not of the path. `--endpoint-core shared` is the method before it.
+
 Run from the repository root: `python -m bench.bench_next_edit_path [--requests 500]`.
 """
 
@@ -170,8 +176,20 @@ class Run:
     server_cpu_ms: dict[str, float]  # per round (one inline and one next edit), per process
 
 
-async def measure(requests: int, workdir: Path, method: Method) -> Run:
-    with zero_latency_endpoint() as base_url:
+def endpoint_cores(placement: str) -> set[int] | None:
+    """With `own`, a core for the model stand-in, and this process (and the servers it starts
+    after) moved off it; None when the cores are shared."""
+    cores = sorted(os.sched_getaffinity(0))
+    if placement != "own" or len(cores) < 2:
+        return None
+    os.sched_setaffinity(0, set(cores[:-1]))
+    return {cores[-1]}
+
+
+async def measure(
+    requests: int, workdir: Path, method: Method, model_cores: set[int] | None
+) -> Run:
+    with zero_latency_endpoint(model_cores) as base_url:
         inception_url = base_url.removesuffix("/v1") + "/inception/v1"
         config_path = workdir / "config.toml"
         config_path.write_text(config_text(inception_url), encoding="utf-8")
@@ -333,17 +351,20 @@ def main() -> None:
     parser.add_argument("--method", choices=("typing", "static"), default="typing")
     parser.add_argument("--pause-ms", type=float, default=400.0)
     parser.add_argument("--client", choices=("lean", "pygls"), default="lean")
+    parser.add_argument("--endpoint-core", choices=("own", "shared"), default="own")
     args = parser.parse_args()
+    model_cores = endpoint_cores(args.endpoint_core)
     lean = args.client == "lean"
     method = Method(typing=args.method == "typing", pause_s=args.pause_ms / 1000, lean=lean)
     run_loop = run_on_fastest_loop if lean else asyncio.run
     with tempfile.TemporaryDirectory(prefix="gateway-ls-bench-") as tmp:
-        run = run_loop(measure(args.requests, Path(tmp), method))
+        run = run_loop(measure(args.requests, Path(tmp), method, model_cores))
     cpu = run_loop(core_cpu_ms(args.requests, method.typing))
     print(
         f"\nmethod {args.method}"
         + (f", a keystroke and {args.pause_ms:.0f} ms pause a round" if method.typing else "")
         + f"; client {args.client}"
+        + (f"; the model stand-in on core {min(model_cores)}" if model_cores else "; cores shared")
     )
     samples = run.samples
     print(f"\n{args.requests} rounds against a zero-latency endpoint, interleaved (ms)\n")
