@@ -279,10 +279,12 @@ class GatewayProtocol(JsonCodecWriting, DispatchByClass, LanguageServerProtocol)
         future = self._request_futures.get(msg_id)
         if future is None or future.done():  # answered already
             after.run()
-            return
-        # After pygls' own callback, which writes the answer.
-        future.add_done_callback(partial(_run_after_answer, after))
-        future.add_done_callback(partial(self._forget_future, msg_id))
+        else:  # after pygls' own callback, which writes the answer
+            future.add_done_callback(partial(_run_after_answer, after))
+        if future is not None:
+            # pygls never takes a notification's future out of its table (its callback only
+            # checks the result): one done at once must be forgotten too.
+            future.add_done_callback(partial(self._forget_future, msg_id))
 
     def _forget_future(self, msg_id: Any, future: Future[Any] | asyncio.Future[Any]) -> None:
         """Deferred to the loop: a plain future runs this inside `cancel()`, and pygls cancels

@@ -4,11 +4,12 @@ server reads anything else; a failed or cancelled request still makes them."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import JsonRPCRequestMessage
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
 from lsp_server.after_answer import later
 from lsp_server.lsp.protocol import GatewayProtocol, json_params_converter
@@ -40,6 +41,12 @@ def server() -> LanguageServer:
         if params.get("wait"):
             await asyncio.Event().wait()
         return {"ok": True}
+
+    @ls.feature("test/noted")
+    def noted_at_once(ls: LanguageServer, params: Any) -> Iterator[None]:
+        """A generator, as pygls' own document handlers are: done as soon as it is run."""
+        EVENTS.append("noted")
+        yield from ()
 
     @ls.feature("test/sync")
     def answered_at_once(ls: LanguageServer, params: Any) -> dict[str, Any]:
@@ -83,3 +90,14 @@ async def test_a_cancelled_request_still_makes_its_records() -> None:
     protocol.cancel_request(7)
     await asyncio.wait_for(until(lambda: "records" in EVENTS), timeout=5)
     assert EVENTS == ["answer", "records"]  # the cancellation's answer, then the records
+
+
+async def test_a_notification_handled_at_once_leaves_nothing_behind() -> None:
+    """pygls keeps a notification's future in its table of requests and never takes it out: a
+    notification per keystroke would grow it without end."""
+    ls = server()
+    protocol = ls.protocol
+    for _ in range(3):
+        protocol.handle_message(JsonRPCNotification(jsonrpc="2.0", method="test/noted", params={}))
+    await asyncio.wait_for(until(lambda: EVENTS.count("noted") == 3), timeout=5)
+    await asyncio.wait_for(until(lambda: not protocol._request_futures), timeout=5)

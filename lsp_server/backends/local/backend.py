@@ -440,16 +440,7 @@ class LocalBackend(LocalModel):
             return False
         if any(not job.stop.is_set() for job in self._jobs):
             return False  # a request is under way (one told to stop is ending: queue behind it)
-        self._stop_prefills()
-        job = Job(asyncio.get_running_loop(), asyncio.Queue())
-        self._prefills.add(job)
-        try:
-            future = self._worker.submit(self._run, job, lambda j: self._run_prefill(j, request))
-        except RuntimeError:  # closed meanwhile
-            self._prefills.discard(job)
-            return False
-        future.add_done_callback(lambda _f: self._prefills.discard(job))
-        return True
+        return self._start_prefill(lambda j: self._run_prefill(j, request))
 
     def prefill_edit(self, call: EditCall) -> bool:
         """Read a next edit's prompt ahead, as `prefill` does a keystroke's, if the model is
@@ -458,19 +449,25 @@ class LocalBackend(LocalModel):
             return False
         if call.stop or any(not job.stop.is_set() for job in self._jobs):
             return False
+        return self._start_prefill(lambda j: self._run_edit_prefill(j, call), edit=call)
+
+    def _start_prefill(self, work: Callable[[Job], None], edit: EditCall | None = None) -> bool:
+        """Run `work` on the model's thread as the one read-ahead, in place of any other (of
+        `edit`'s prompt, if given); False if the worker closed meanwhile."""
         self._stop_prefills()
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._prefills.add(job)
         try:
-            future = self._worker.submit(self._run, job, lambda j: self._run_edit_prefill(j, call))
+            future = self._worker.submit(self._run, job, work)
         except RuntimeError:  # closed meanwhile
             self._prefills.discard(job)
             return False
-        self._edit_reading = (call, job)
-        future.add_done_callback(lambda _f: self._edit_read(job))
+        if edit is not None:
+            self._edit_reading = (edit, job)  # before the callback, which may run at once
+        future.add_done_callback(lambda _f: self._prefill_ended(job))
         return True
 
-    def _edit_read(self, job: Job) -> None:
+    def _prefill_ended(self, job: Job) -> None:
         self._prefills.discard(job)
         if self._edit_reading is not None and self._edit_reading[1] is job:
             self._edit_reading = None
