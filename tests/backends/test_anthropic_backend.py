@@ -36,7 +36,7 @@ def running_server() -> Iterator[FakeLLMServer]:
 @pytest.fixture
 def server(running_server: FakeLLMServer) -> FakeLLMServer:
     running_server.behaviour = Behaviour(text=ANSWER)
-    running_server.reset()
+    running_server.quiet()
     return running_server
 
 

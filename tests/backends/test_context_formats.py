@@ -40,7 +40,7 @@ def running_server() -> Iterator[FakeLLMServer]:
 @pytest.fixture
 def server(running_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
     running_server.behaviour = Behaviour(text="w)\n", models=("m",))
-    running_server.reset()
+    running_server.quiet()
     for variable in ("INCEPTION_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "OPENAI_KEY"):
         monkeypatch.setenv(variable, KEY)
     monkeypatch.setenv("LLAMACPP_TEST_KEY", KEY)

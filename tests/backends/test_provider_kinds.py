@@ -43,7 +43,7 @@ def running_server() -> Iterator[FakeLLMServer]:
 @pytest.fixture
 def server(running_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> FakeLLMServer:
     running_server.behaviour = Behaviour(text=ANSWER, models=("m",))
-    running_server.reset()
+    running_server.quiet()
     for _, _, variable in EXPECTED.values():
         if variable:
             monkeypatch.setenv(variable, KEY)

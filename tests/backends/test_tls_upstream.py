@@ -70,7 +70,7 @@ def trusted(
 @pytest.mark.parametrize("loop", sorted(LOOPS))
 @pytest.mark.usefixtures("trusted")
 def test_a_keystroke_and_a_streamed_chat_over_tls(server: FakeLLMServer, loop: str) -> None:
-    server.reset()
+    server.quiet()
     assert server.base_url.startswith("https://")
     backend = remote_backend(endpoint("openai", server.base_url, "fim = true\n"))
     keystroke = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n")

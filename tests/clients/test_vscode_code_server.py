@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -241,7 +242,8 @@ class Driver:
         }
         # Its stderr goes to a file beside the screenshots: a pipe nobody reads until the end
         # could fill up.
-        self._stderr = ARTIFACTS / f"{plan.get('prefix', 'vscode')}-driver-stderr.log"
+        self.prefix = plan.get("prefix", "vscode")
+        self._stderr = ARTIFACTS / f"{self.prefix}-driver-stderr.log"
         with self._stderr.open("w") as stderr:
             self.process = subprocess.Popen(
                 ["node", str(script), json.dumps(full_plan)],
@@ -265,6 +267,14 @@ class Driver:
             f"{report.get('error') or stderr}\nsteps: {report.get('steps')}\n"
             f"report: {json.dumps(report)[:2000]}\nscreenshots: {ARTIFACTS}"
         )
+        if report.get("reloads"):
+            # Not the extension's doing (see `openFileWithServer` in workbench.mjs), but said in
+            # the run's summary, so that a window that keeps losing its settings is noticed.
+            warnings.warn(
+                f"{self.prefix}: the window came up without the user's "
+                "settings and was reloaded once",
+                stacklevel=2,
+            )
         return report
 
 

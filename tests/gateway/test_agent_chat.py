@@ -98,7 +98,7 @@ def gateway(
 @pytest.fixture(autouse=True)
 def fresh_records(agent_up: FakeLLMServer, claude_up: FakeLLMServer) -> None:
     for server in (agent_up, claude_up):
-        server.reset()
+        server.quiet()
         server.behaviour = weather_agent()
 
 

@@ -10,7 +10,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-import { goToLineEnd, launchBrowser, openFile, waitForServer } from "./workbench.mjs";
+import { goToLineEnd, launchBrowser, openFileWithServer } from "./workbench.mjs";
 
 /**
  * @typedef {object} Plan
@@ -52,9 +52,8 @@ try {
   /** @param {string} name */
   const shot = (name) => page.screenshot({ path: join(plan.artifacts, `${prefix}-${name}.png`) });
 
-  await openFile(page, plan.url, plan.file);
+  report.reloads = await openFileWithServer(page, plan.url, plan.file);
   steps.push(`opened ${plan.file}`);
-  await waitForServer(page);
   report.statusBarBefore = await statusBarText(page);
   steps.push("the server is running");
 

@@ -13,7 +13,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-import { editorLines, goToPosition, launchBrowser, openFile, waitForServer } from "./workbench.mjs";
+import { editorLines, goToPosition, launchBrowser, openFileWithServer } from "./workbench.mjs";
 
 /**
  * @typedef {object} Plan
@@ -54,8 +54,7 @@ try {
   /** @param {string} name */
   const shot = (name) => page.screenshot({ path: join(plan.artifacts, `${prefix}-${name}.png`) });
 
-  await openFile(page, plan.url, plan.file);
-  await waitForServer(page);
+  report.reloads = await openFileWithServer(page, plan.url, plan.file);
   steps.push(`opened ${plan.file}, the server is running`);
 
   // Rename the word, a keystroke at a time.

@@ -51,7 +51,7 @@ export async function launchBrowser(executable, timeout) {
  * @param {string} url
  * @param {string} file
  */
-export async function openFile(page, url, file) {
+async function openFile(page, url, file) {
   await page.goto(url, { waitUntil: "domcontentloaded" });
   await page.waitForSelector(".monaco-workbench .part.editor", { visible: true });
   await page.waitForSelector(".statusbar-item", { visible: true });
@@ -81,15 +81,49 @@ export async function openFile(page, url, file) {
 }
 
 /**
- * The extension starts the server once the workbench is up; until the server answers, the status
- * bar item shows a slashed circle. Typing before that would go unseen by the server.
+ * Opens `file` and waits for the extension's server; returns how many times the window was
+ * reloaded for it (0 or 1).
+ *
+ * The first window of a fresh code-server has once come up without the user's settings: the
+ * extension read no `gatewayLs.pythonPath` although settings.json set it, said the server was not
+ * found, and no change of settings followed in the 90 s after. A user reloads the window then; so
+ * does this, once. A second miss fails the step.
  * @param {import("puppeteer-core").Page} page
+ * @param {string} url
+ * @param {string} file
  */
-export async function waitForServer(page) {
-  await page.waitForFunction(() => {
+export async function openFileWithServer(page, url, file) {
+  for (let reloads = 0; ; reloads += 1) {
+    await openFile(page, url, file);
+    const state = await waitForServer(page);
+    if (state === "running") {
+      return reloads;
+    }
+    if (reloads >= 1) {
+      throw new Error("the extension did not see its settings, also after a reload of the window");
+    }
+  }
+}
+
+/**
+ * The extension starts the server once the workbench is up; until the server answers, the status
+ * bar item shows a slashed circle. Typing before that would go unseen by the server. Resolves
+ * "running", or "not-found" when the extension reported that it found no server to start.
+ * @param {import("puppeteer-core").Page} page
+ * @returns {Promise<"running" | "not-found">}
+ */
+async function waitForServer(page) {
+  const state = await page.waitForFunction(() => {
+    const notFound = [...document.querySelectorAll(".notification-toast")].some((toast) =>
+      (toast.textContent ?? "").includes("The gateway-ls server was not found"),
+    );
+    if (notFound) {
+      return "not-found";
+    }
     const item = document.querySelector('[id$="gatewayLs.status"]');
-    return item !== null && item.querySelector(".codicon-circle-slash") === null;
+    return item !== null && item.querySelector(".codicon-circle-slash") === null && "running";
   });
+  return /** @type {"running" | "not-found"} */ (await state.jsonValue());
 }
 
 /**
