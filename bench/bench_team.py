@@ -89,6 +89,9 @@ LEASE_S = 30  # the longest a dead gateway's lease may be held, as the limiter d
 REQUEST_TIMEOUT_S = 30
 LOAD_PROCESSES = 2  # the simulated clients' processes: one event loop could not keep up
 WARM_UP_S = 1.0  # left out of the second table: first connections, first sessions
+# Control sessions beside each phase's load, as a share of it: enough requests for a p99 of
+# their own in a phase, few enough to leave the load as it is.
+CONTROL_SHARE = 0.25
 FAULT_MARGIN_S = 2.0  # longer than all but the slowest turns: few are in flight at the kill
 START_AFTER_S = 3.0  # time for each load process to make its clients before the phase starts
 INSTRUCTIONS = (
@@ -127,6 +130,7 @@ class Sample:
     prompt_tokens: int = 0  # as the upstream reported them in the answer's usage
     completion_tokens: int = 0
     scripted_ms: float = math.nan  # the model's own script for it, where the model says
+    control: bool = False  # a control session's: sent straight to the model during the phase
 
     @property
     def tokens(self) -> int:
@@ -183,6 +187,12 @@ class Phase:
     waits: dict[str, float] = field(default_factory=dict)
     cpu_at_start: float = 0.0  # a load process's CPU time when the phase started
     straight: bool = False  # sent straight to the model: no limits, no faults
+    # Control sessions, beside the phase's own: editors and agents sending their requests
+    # straight to the model in the same seconds, so that the phase's time over the script can
+    # be set against the bench's own in the same seconds (`same_seconds`).
+    control: Targets | None = None
+    control_editors: int = 0
+    control_agents: int = 0
 
     @property
     def ends(self) -> float:
@@ -206,8 +216,9 @@ async def stream(
         "X-Bench-Seq": str(sample.seq),  # for `--trace`: a probed gateway notes it
     }
     content = json_codec.dumps(body)
-    for _ in range(len(phase.targets.urls)):
-        sample.target = phase.targets.pick()
+    targets = phase.control if sample.control and phase.control else phase.targets
+    for _ in range(len(targets.urls)):
+        sample.target = targets.pick()
         try:
             async with client.stream(
                 "POST", f"{sample.target}{path}", content=content, headers=headers
@@ -243,7 +254,7 @@ async def stream(
                 sample.prompt_tokens, sample.completion_tokens = _usage_tokens(tail)
             break
         except httpx.ConnectError:
-            phase.targets.dead.add(sample.target)
+            targets.dead.add(sample.target)
             continue
         except httpx.HTTPError as failed:
             sample.outcome, sample.detail = "error", f"{type(failed).__name__}"
@@ -263,16 +274,18 @@ def _usage_tokens(tail: bytes) -> tuple[int, int]:
     return 0, 0
 
 
-async def editor(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
+async def editor(
+    client: httpx.AsyncClient, phase: Phase, number: int, control: bool = False
+) -> None:
     """Bursts of keystrokes; a keystroke's request is cancelled by the next one when it has
-    not ended."""
+    not ended. `control`: a control session's (straight to the model)."""
     rng = random.Random(number)
     seq = 1_000_000 + number * 100_000
     while time.monotonic() < phase.ends:
         pending: tuple[asyncio.Task[None], Sample] | None = None
         for _ in range(rng.randint(3, 8)):
             seq += 1
-            sample = Sample("keystroke", seq, "", time.monotonic())
+            sample = Sample("keystroke", seq, "", time.monotonic(), control=control)
             body = {
                 "model": "gateway-ls",
                 "prompt": f"# seq:{seq}\n{PREFIX}def parse_{seq % 97}(text):\n    ",
@@ -293,9 +306,11 @@ async def editor(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
         await asyncio.sleep(rng.uniform(1.0, 3.0))
 
 
-async def agent(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
+async def agent(
+    client: httpx.AsyncClient, phase: Phase, number: int, control: bool = False
+) -> None:
     """Agent sessions: each turn the conversation so far plus the last tool call and its
-    result, then the tool's own time."""
+    result, then the tool's own time. `control`: a control session's (straight to the model)."""
     rng = random.Random(10_000 + number)
     seq = 10_000_000 + number * 10_000
     await asyncio.sleep(rng.uniform(0, 3.0))  # sessions do not start in step
@@ -336,7 +351,7 @@ async def agent(client: httpx.AsyncClient, phase: Phase, number: int) -> None:
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            sample = Sample("agent", seq, "", time.monotonic())
+            sample = Sample("agent", seq, "", time.monotonic(), control=control)
             phase.samples.append(sample)
             await stream(client, phase, sample, "/chat/completions", body)
             await asyncio.sleep(rng.uniform(1.5, 4.0))  # the tool runs
@@ -443,12 +458,18 @@ async def client_loops(phase: Phase, part: int) -> None:
     async with contextlib.AsyncExitStack() as stack:
         tls = ssl.create_default_context()  # loaded once: it takes tens of milliseconds
 
-        async def mine(count: int) -> list[tuple[int, httpx.AsyncClient]]:
-            return [(n, await own_client(stack, tls)) for n in range(part, count, every)]
+        async def mine(count: int, first: int = 0) -> list[tuple[int, httpx.AsyncClient]]:
+            numbers = range(first + part, first + count, every)
+            return [(n, await own_client(stack, tls)) for n in numbers]
 
         loops = [editor(client, phase, n) for n, client in await mine(phase.editors)]
         loops += [agent(client, phase, n) for n, client in await mine(phase.agents)]
         loops += [ci(client, phase, n) for n, client in await mine(CI_LOOPS)]
+        # Control sessions are numbered after the phase's own: requests of their own.
+        controls = await mine(phase.control_editors, phase.editors)
+        loops += [editor(client, phase, n, control=True) for n, client in controls]
+        controls = await mine(phase.control_agents, phase.agents)
+        loops += [agent(client, phase, n, control=True) for n, client in controls]
         await asyncio.sleep(max(0.0, phase.started - time.monotonic()))
         phase.cpu_at_start = time.process_time()
         tasks = [asyncio.create_task(loop) for loop in loops]
@@ -612,9 +633,27 @@ def added(
     mine = [
         s
         for s in phase.samples
-        if s.kind == kind and s.outcome == "ok" and first <= s.started < cutoff
+        if s.kind == kind and s.outcome == "ok" and not s.control and first <= s.started < cutoff
     ]
     return [s.ms for s in mine], [s.ms - straight[s.seq] for s in mine if s.seq in straight]
+
+
+def same_seconds(
+    phase: Phase, direct: Phase, kind: str, since_s: float = 0.0
+) -> tuple[list[float], list[float]]:
+    """The time over the model's script of `kind`'s requests read as `added` reads them: the
+    phase's own, and its control sessions' (sent straight in the same seconds). A request
+    through a gateway carries no script header; its script is its own seq's in `direct`."""
+    scripted = {s.seq: s.scripted_ms for s in direct.samples if s.scripted_ms >= 0}
+    first, cutoff = phase.started + since_s, phase.read_until
+    over: dict[bool, list[float]] = {False: [], True: []}
+    for s in phase.samples:
+        if s.kind != kind or s.outcome != "ok" or not first <= s.started < cutoff:
+            continue
+        script = s.scripted_ms if s.scripted_ms >= 0 else scripted.get(s.seq, math.nan)
+        if not math.isnan(script):
+            over[s.control].append(s.ms - script)
+    return over[False], over[True]
 
 
 def over_the_script(phase: Phase, kind: str) -> list[float]:
@@ -624,7 +663,11 @@ def over_the_script(phase: Phase, kind: str) -> list[float]:
     return [
         s.ms - s.scripted_ms
         for s in phase.samples
-        if s.kind == kind and s.outcome == "ok" and s.started < cutoff and s.scripted_ms >= 0
+        if s.kind == kind
+        and s.outcome == "ok"
+        and not s.control
+        and s.started < cutoff
+        and s.scripted_ms >= 0
     ]
 
 
@@ -780,6 +823,8 @@ def print_report(
                 differences = over_the_script(replace(phase, samples=since), kind)
             cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
         print("| " + " | ".join(cells) + " |")
+    if direct.control_editors or direct.control_agents:
+        print_same_seconds([direct, *phases], direct, missing, warm_up_s)
     print()
     for phase in [direct, *phases]:
         if phase.cores:
@@ -794,6 +839,31 @@ def print_report(
         "window, budget overshoot 0; the machine's load average at the end: "
         f"{os.getloadavg()[0]:.1f}"
     )
+
+
+def print_same_seconds(
+    phases: list[Phase], direct: Phase, missing: dict[str, str], warm_up_s: float
+) -> None:
+    """Added latency read within each phase: its requests' time over the model's script less
+    its control sessions' in the same seconds, quantile by quantile."""
+    print(
+        f"\nthe same seconds: each phase's time over the model's script less that of its "
+        f"{direct.control_editors} control editors and {direct.control_agents} control agent "
+        "sessions, sent straight to the model beside it (for a straight phase: the bench's "
+        f"resolution); each phase's first {warm_up_s:g} s left out; n: the phase's requests / "
+        "the control's\n"
+    )
+    print("| target | keystrokes added p50 / p99 | n | agent turns added p50 / p99 | n |")
+    print("| --- | --- | --- | --- | --- |")
+    for phase in phases:
+        if phase.name in missing:
+            continue
+        cells = [phase.name]
+        for kind in ("keystroke", "agent"):
+            own, control = same_seconds(phase, direct, kind, warm_up_s)
+            p50, p99 = (quantile(own, q) - quantile(control, q) for q in (0.5, 0.99))
+            cells += [f"{p50:+.1f} / {p99:+.1f}", f"{len(own)} / {len(control)}"]
+        print("| " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -824,6 +894,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a share of the load: the editors and agent sessions, scaled",
     )
     parser.add_argument(
+        "--control",
+        type=float,
+        default=CONTROL_SHARE,
+        help="control sessions beside every phase's load, sent straight to the model, as a "
+        "share of its editors and agents (0: none)",
+    )
+    parser.add_argument(
         "--pin",
         action="store_true",
         help="the gateways on the second core, the load, the model and Redis on the first (the "
@@ -851,6 +928,9 @@ def main(argv: list[str] | None = None) -> int:
         "agents": agents,
         "processes": args.load_processes,
         "fault_margin_s": args.fault_margin,
+        "control": Targets([upstream]),
+        "control_editors": math.ceil(editors * args.control),
+        "control_agents": math.ceil(agents * args.control),
     }
     if args.pin:
         os.sched_setaffinity(0, {0})  # inherited by the model, Redis and the load's processes
