@@ -181,6 +181,7 @@ class Phase:
     editors: int = EDITORS
     agents: int = AGENTS
     ci_model: str = "auto"  # LiteLLM's limits are a model's (a deployment's rpm and tpm)
+    ci_loops: int = CI_LOOPS  # none through the floor, which has no limits to hold them back
     processes: int = LOAD_PROCESSES
     cores: dict[str, float] = field(default_factory=dict)  # CPU used, in cores, by role
     # Time a role's processes were ready to run but waited for a core, in ms per second.
@@ -464,7 +465,7 @@ async def client_loops(phase: Phase, part: int) -> None:
 
         loops = [editor(client, phase, n) for n, client in await mine(phase.editors)]
         loops += [agent(client, phase, n) for n, client in await mine(phase.agents)]
-        loops += [ci(client, phase, n) for n, client in await mine(CI_LOOPS)]
+        loops += [ci(client, phase, n) for n, client in await mine(phase.ci_loops)]
         # Control sessions are numbered after the phase's own: requests of their own.
         controls = await mine(phase.control_editors, phase.editors)
         loops += [editor(client, phase, n, control=True) for n, client in controls]
@@ -612,6 +613,23 @@ def gateways(
         yield children
 
 
+@contextlib.contextmanager
+def floors(workdir: Path, upstream: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Two floor proxies (`bench/floor_proxy.py --team`) on `upstream`: what any gateway in
+    this interpreter, on this HTTP stack, adds at this load."""
+    with contextlib.ExitStack() as stack:
+        children = []
+        for index in range(2):
+            port = free_port()
+            args = [sys.executable, "-m", "bench.floor_proxy", str(port), upstream, "--team"]
+            child = stack.enter_context(
+                process(args, f"http://127.0.0.1:{port}/healthz", workdir / f"floor-{index}.log")
+            )
+            child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
+            children.append(child)
+        yield children
+
+
 # --- the report ---------------------------------------------------------------------------
 
 
@@ -723,6 +741,8 @@ def limits_cells(phase: Phase, with_limits: bool) -> tuple[str, str, str]:
         )
     if not with_limits:
         return ("no limits in this build", "", "")
+    if not phase.ci_loops:
+        return ("no CI client", "", "")
     ci = [s for s in phase.samples if s.kind == "ci" and s.outcome == "ok"]
     most = windows(ci, 60, lambda s: 1)
     tokens = windows(ci, 60, lambda s: s.tokens)
@@ -870,6 +890,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=20, help="length of each phase")
     parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
+    parser.add_argument(
+        "--no-floor", action="store_true", help="skip the floor: two minimal proxies"
+    )
     parser.add_argument("--editors", type=int, default=EDITORS, help="editors typing")
     parser.add_argument("--agents", type=int, default=AGENTS, help="agent sessions")
     parser.add_argument(
@@ -986,6 +1009,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.trace:
             print_trace(team, direct, workdir, children, args.warm_up, args.trace)
 
+        floor = Phase(
+            "the floor: 2 minimal proxies",
+            Targets([]),
+            tokens,
+            args.seconds,
+            **sizes,
+            ci_loops=0,
+        )
+        if args.no_floor:
+            missing[floor.name] = "skipped (--no-floor)"
+        else:
+            if args.pin:
+                os.sched_setaffinity(0, {1})
+            with floors(workdir, upstream) as children:
+                if args.pin:
+                    os.sched_setaffinity(0, {0})
+                floor.targets.urls += [c.url for c in children]  # type: ignore[attr-defined]
+                kill = faults(floor, children, redis)[:1]  # no Redis to restart
+                run_load(floor, kill, {"the model": [model], "the floors": children})
+
         peer = Phase(
             "LiteLLM proxy, 2 processes",
             Targets([]),
@@ -1026,7 +1069,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
-    print_report([again, team, peer], direct, missing, with_limits, args.warm_up)
+    print_report([again, team, floor, peer], direct, missing, with_limits, args.warm_up)
     if args.pin:
         print("pinned: the gateways (and the peer) on core 1; the load, the model, Redis on core 0")
     return 0

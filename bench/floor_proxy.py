@@ -8,7 +8,11 @@ and Responses requests are relayed as bytes, the answer streamed back as it arri
 adds over the direct request is what the HTTP server, the framework and the HTTP client cost in
 this interpreter; what gateway-ls adds over it is its own.
 
-Run as `python -m bench.floor_proxy PORT UPSTREAM_BASE_URL`.
+`--team` (for `bench_team`, hundreds of streams at once): the HTTP client on gateway-ls's own
+transport and pool sizes (`backends/http_common.py`), since httpx's stock pool walks every
+connection whenever a request joins or leaves it; a streamed completion relayed as bytes too.
+
+Run as `python -m bench.floor_proxy PORT UPSTREAM_BASE_URL [--team]`.
 """
 
 from __future__ import annotations
@@ -23,21 +27,39 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from lsp_server import json_codec
+from lsp_server.backends.http_common import (
+    MAX_CONNECTIONS,
+    MAX_KEEPALIVE_CONNECTIONS,
+    CancellationSafeTransport,
+)
 from lsp_server.event_loop import run_on_fastest_loop
 
 
-def floor_app(upstream_base_url: str, model: str) -> Starlette:
-    client = httpx.AsyncClient(base_url=upstream_base_url.rstrip("/") + "/", timeout=30)
+def floor_app(upstream_base_url: str, model: str, team: bool = False) -> Starlette:
+    base_url = upstream_base_url.rstrip("/") + "/"
+    if team:
+        limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+        )
+        transport = CancellationSafeTransport(limits, httpx.create_ssl_context())
+        client = httpx.AsyncClient(base_url=base_url, timeout=30, transport=transport)
+    else:
+        client = httpx.AsyncClient(base_url=base_url, timeout=30)
 
     async def completions(request: Request) -> Response:
         body = await request.json()
+        if body.get("stream"):
+            return await relay(request, json_codec.dumps({**body, "model": model}))
         answer = await client.post("completions", json={**body, "model": model})
         return Response(answer.content, answer.status_code, media_type="application/json")
 
-    async def relay(request: Request) -> Response:
+    async def relay(request: Request, content: bytes | None = None) -> Response:
         path = request.url.path.removeprefix("/v1/")
         headers = {"Content-Type": "application/json"}
-        sent = client.build_request("POST", path, content=await request.body(), headers=headers)
+        if content is None:
+            content = await request.body()
+        sent = client.build_request("POST", path, content=content, headers=headers)
         answer = await client.send(sent, stream=True)
         return StreamingResponse(
             answer.aiter_raw(),
@@ -61,7 +83,7 @@ def floor_app(upstream_base_url: str, model: str) -> Starlette:
 def main() -> int:
     port, upstream = int(sys.argv[1]), sys.argv[2]
     config = uvicorn.Config(
-        floor_app(upstream, "fake-model"),
+        floor_app(upstream, "fake-model", team="--team" in sys.argv[3:]),
         host="127.0.0.1",
         port=port,
         log_level="warning",
