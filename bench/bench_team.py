@@ -14,29 +14,35 @@ its own:
 - a CI job (`CI_TOKEN`) sending short chats as fast as its answers come, its limits tight
   where the gateway has limits (`[gateway.clients.CI_TOKEN]`).
 
-Every loop is bounded by the phase's end. The same load runs four times, `--seconds` each:
+Every loop is bounded by the phase's end. The same load runs five times, `--seconds` each:
 straight to the model, straight again (read as a gateway's phase is: what "added" reads for a
-gateway that costs nothing, the bench's own resolution), through the two gateways, through two
-LiteLLM proxies sharing the same Redis (installed for the bench only; no Postgres, so no
-per-key limits or budgets: its row says so). Each request carries its number (`seq:N`), the
-model's draws are made from it, and the added latency is the difference between the same
-request through a gateway and straight, at p50 and p99; for the straight phase, the time over
-the model's own script for the request (the bench's own queueing, which must stay small for
-"added" to be the gateway's). Halfway through the gateway phase one gateway is killed
-(SIGKILL) in mid-stream: the requests it held are cut (counted apart), clients go to the other
-one as a load balancer would send them, and its leases must be reclaimed. At three quarters
-Redis is killed and started again: no request may fail. Latency is read for requests started
-at least `--fault-margin` (2 s) before the first fault (a request in flight at the kill is sent
-again to the other gateway, its time the kill's), and again without each phase's first
-`--warm-up` second; errors over the whole phase.
+gateway that costs nothing, the bench's own resolution), through the two gateways, through the
+floor (two minimal proxies, `bench/floor_proxy.py --team`: what any gateway in this interpreter
+on this HTTP stack adds; no CI client, having no limits to hold it back), through two LiteLLM
+proxies sharing the same Redis (installed for the bench only; no Postgres, so no per-key limits
+or budgets: its row says so). Beside each phase's load run control sessions (`--control`, a
+quarter as many editors and agents again) sending their own requests straight to the model in
+the same seconds; a third table sets each phase's time over the model's script against theirs,
+quantile by quantile, which no drift of the machine between phases can move. Each request
+carries its number (`seq:N`), the model's draws are made from it, and the added latency is the
+difference between the same request through a gateway and straight, at p50 and p99; for the
+straight phase, the time over the model's own script for the request (the bench's own queueing,
+which must stay small for "added" to be the gateway's). Halfway through the gateway phase one
+gateway is killed (SIGKILL) in mid-stream: the requests it held are cut (counted apart), clients
+go to the other one as a load balancer would send them, and its leases must be reclaimed. At
+three quarters Redis is killed and started again: no request may fail. Latency is read for
+requests started at least `--fault-margin` (2 s) before the first fault (a request in flight at
+the kill is sent again to the other gateway, its time the kill's), and again without each
+phase's first `--warm-up` second; errors over the whole phase.
 How long each role's processes waited for a core is printed beside the cores they used.
 
 Sized for two shared cores. Needs `redis-server` (`make redis-server`).
 Run from the repository root: `python -m bench.bench_team [--seconds 20] [--editors 50]
 [--agents 200] [--load 1.0] [--load-processes 2] [--warm-up 1] [--fault-margin 2] [--pin]
-[--trace N] [--no-litellm]`. `--load` scales the editors and agents; `--pin` puts the gateways
-(and the peer) on the second core and the load, the model and Redis on the first; `--trace N`
-runs the gateways probed and prints where the gateway phase's time went (`team_trace`).
+[--control 0.25] [--trace N] [--no-floor] [--no-litellm]`. `--load` scales the editors and
+agents; `--pin` puts the gateways (and the floor and the peer) on the second core and the load,
+the model and Redis on the first; `--trace N` runs the gateways probed and prints where the
+gateway phase's time went (`team_trace`).
 """
 
 from __future__ import annotations
