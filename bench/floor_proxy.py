@@ -8,9 +8,10 @@ and Responses requests are relayed as bytes, the answer streamed back as it arri
 adds over the direct request is what the HTTP server, the framework and the HTTP client cost in
 this interpreter; what gateway-ls adds over it is its own.
 
-`--team` (for `bench_team`, hundreds of streams at once): the HTTP client on gateway-ls's own
-transport and pool sizes (`backends/http_common.py`), since httpx's stock pool walks every
-connection whenever a request joins or leaves it; a streamed completion relayed as bytes too.
+`--team` (for `bench_team`, hundreds of streams at once): the upstream client gateway-ls makes
+for an endpoint (`http_common.make_client`: its transport and pool sizes), since httpx's stock
+pool walks every connection whenever a request joins or leaves it; a streamed completion
+relayed as bytes too.
 
 Run as `python -m bench.floor_proxy PORT UPSTREAM_BASE_URL [--team]`.
 """
@@ -28,24 +29,13 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from lsp_server import json_codec
-from lsp_server.backends.http_common import (
-    MAX_CONNECTIONS,
-    MAX_KEEPALIVE_CONNECTIONS,
-    CancellationSafeTransport,
-)
+from lsp_server.backends.http_common import make_client
 from lsp_server.event_loop import run_on_fastest_loop
 
 
 def floor_app(upstream_base_url: str, model: str, team: bool = False) -> Starlette:
     base_url = upstream_base_url.rstrip("/") + "/"
-    if team:
-        limits = httpx.Limits(
-            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
-        )
-        transport = CancellationSafeTransport(limits, httpx.create_ssl_context())
-        client = httpx.AsyncClient(base_url=base_url, timeout=30, transport=transport)
-    else:
-        client = httpx.AsyncClient(base_url=base_url, timeout=30)
+    client = make_client(base_url, 30) if team else httpx.AsyncClient(base_url=base_url, timeout=30)
 
     async def completions(request: Request) -> Response:
         body = await request.json()
