@@ -64,7 +64,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -593,25 +593,20 @@ def print_trace(
 
 
 @contextlib.contextmanager
-def gateways(
-    workdir: Path, upstream: str, redis: RedisServer, with_limits: bool, probed: bool = False
+def two_servers(
+    workdir: Path, name: str, command: Callable[[int, int], list[str]]
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Two gateways on `upstream`; `probed`: each under `bench.probed_gateway`, its loop's lag
-    and its collections noted in `gateway-N.trace`."""
-    config = workdir / "gateway.toml"
-    config.write_text(gateway_config(upstream, redis.url, with_limits), encoding="utf-8")
-    command = "bench.probed_gateway" if probed else "lsp_server"
+    """Two servers started with `command(index, port)`, each answering `/healthz`, its log
+    `name-N.log`; each child's `url` is its OpenAI base URL."""
     with contextlib.ExitStack() as stack:
         children = []
         for index in range(2):
             port = free_port()
-            os.environ["GATEWAY_PROBE_TRACE"] = str(workdir / f"gateway-{index}.trace")
-            args = [sys.executable, "-m", command, "gateway", "--config", str(config)]
             child = stack.enter_context(
                 process(
-                    [*args, "--port", str(port)],
+                    command(index, port),
                     f"http://127.0.0.1:{port}/healthz",
-                    workdir / f"gateway-{index}.log",
+                    workdir / f"{name}-{index}.log",
                 )
             )
             child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
@@ -619,21 +614,41 @@ def gateways(
         yield children
 
 
-@contextlib.contextmanager
-def floors(workdir: Path, upstream: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+def gateways(
+    workdir: Path, upstream: str, redis: RedisServer, with_limits: bool, probed: bool = False
+) -> contextlib.AbstractContextManager[list[subprocess.Popen[bytes]]]:
+    """Two gateways on `upstream`; `probed`: each under `bench.probed_gateway`, its loop's lag
+    and its collections noted in `gateway-N.trace`."""
+    config = workdir / "gateway.toml"
+    config.write_text(gateway_config(upstream, redis.url, with_limits), encoding="utf-8")
+    module = "bench.probed_gateway" if probed else "lsp_server"
+
+    def command(index: int, port: int) -> list[str]:
+        os.environ["GATEWAY_PROBE_TRACE"] = str(workdir / f"gateway-{index}.trace")
+        return [
+            sys.executable,
+            "-m",
+            module,
+            "gateway",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+        ]
+
+    return two_servers(workdir, "gateway", command)
+
+
+def floors(
+    workdir: Path, upstream: str
+) -> contextlib.AbstractContextManager[list[subprocess.Popen[bytes]]]:
     """Two floor proxies (`bench/floor_proxy.py --team`) on `upstream`: what any gateway in
     this interpreter, on this HTTP stack, adds at this load."""
-    with contextlib.ExitStack() as stack:
-        children = []
-        for index in range(2):
-            port = free_port()
-            args = [sys.executable, "-m", "bench.floor_proxy", str(port), upstream, "--team"]
-            child = stack.enter_context(
-                process(args, f"http://127.0.0.1:{port}/healthz", workdir / f"floor-{index}.log")
-            )
-            child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
-            children.append(child)
-        yield children
+    return two_servers(
+        workdir,
+        "floor",
+        lambda _, port: [sys.executable, "-m", "bench.floor_proxy", str(port), upstream, "--team"],
+    )
 
 
 # --- the report ---------------------------------------------------------------------------
