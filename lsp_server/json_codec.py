@@ -23,7 +23,8 @@ Hook = Callable[[dict[str, Any]], Any]
 # orjson reads an integer beyond 64 bits as a float; no float this large comes in a message.
 _OVERFLOWED = float(2**63)
 # Such an integer has at least 19 digits: a body without a run that long is read alike by both,
-# and its values need not be walked (a C pass over the bytes, half the walk's time on 40 KB).
+# and its values need not be walked (a C pass over the bytes: half the walk's time on 40 KB, a
+# fifth of it on an upstream's server-sent event).
 _DIGITS_AS_ZEROS = bytes(48 if byte in b"0123456789" else 32 for byte in range(256))
 _LONG_NUMBER = b"0" * 19
 
@@ -43,7 +44,7 @@ def loads(body: bytes | str) -> Any:
     """`json.loads(body)`."""
     try:
         value = orjson.loads(body)
-        if not isinstance(body, bytes) or _LONG_NUMBER in body.translate(_DIGITS_AS_ZEROS):
+        if _may_hold_long_integers(body):
             _check_floats(value)
         return value
     except (orjson.JSONDecodeError, RecursionError, _Overflowed):
@@ -65,6 +66,13 @@ def encode(data: Any, default: Callable[[Any], Any]) -> bytes:
         return orjson.dumps(data, default=default, option=_DUMP_OPTIONS)
     except orjson.JSONEncodeError:
         return json.dumps(data, default=default, ensure_ascii=False).encode("utf-8")
+
+
+def _may_hold_long_integers(body: bytes | str) -> bool:
+    """Whether `body` has a run of 19 digits. Digits are ASCII, so text is looked at as UTF-8
+    (lone surrogates passed through: `json` reads them)."""
+    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    return _LONG_NUMBER in raw.translate(_DIGITS_AS_ZEROS)
 
 
 class _Overflowed(Exception):

@@ -205,6 +205,8 @@ def _watch_connects(request: httpx.Request) -> Callable[[], bool]:
 
     async def trace(event: str, info: dict[str, Any]) -> None:
         nonlocal opened
+        if not event.startswith("connection."):
+            return  # the request's own steps (ten a request); every set-up step is a connection's
         if event.startswith("connection.connect_") and event.endswith(".started"):
             opened = True
         if outer is not None:

@@ -127,3 +127,26 @@ def refused(server: FakeLLMServer, loop: str) -> str:
 
     message: str = LOOPS[loop](keystroke())
     return message
+
+
+@pytest.mark.usefixtures("trusted")
+def test_opening_a_connection_is_timed_apart_from_the_model_and_reusing_one_is_not(
+    server: FakeLLMServer,
+) -> None:
+    """The TCP connect and the TLS handshake of a new connection are noted as set-up time, which
+    the router takes off the model's latency; a call on a kept connection notes none."""
+    server.quiet()
+    backend = remote_backend(endpoint("openai", server.base_url))
+    chat = ChatRequest(messages=(ChatMessage("user", "add two numbers"),), max_tokens=32)
+    first, second = Usage(), Usage()
+
+    async def twice() -> None:
+        try:
+            await collect(backend.chat(chat, first))
+            await collect(backend.chat(chat, second))
+        finally:
+            await backend.aclose()
+
+    run_on_fastest_loop(twice())
+    assert first.setup_ms > 0
+    assert second.setup_ms == 0
