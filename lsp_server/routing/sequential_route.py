@@ -199,6 +199,9 @@ class SequentialRoute:
         """Ask `primary`, and `backup` too if the primary has not started answering after
         `delay_s`; the first to answer is passed on and the other cancelled."""
         attempts = [_Attempt(primary, plan.bounded(request, primary))]
+        if backup is None or delay_s is None:
+            await self._ask_alone(plan, attempts[0], timeout_s, on_event, on_attempt)
+            return attempts
         winner: list[_Attempt] = []
         tasks: list[asyncio.Task[None]] = []
 
@@ -237,6 +240,31 @@ class SequentialRoute:
         finally:
             await _cancel(tasks)
         return attempts
+
+    async def _ask_alone(
+        self,
+        plan: SequentialPlan,
+        attempt: _Attempt,
+        timeout_s: float,
+        on_event: EventSink | None,
+        on_attempt: Callable[[str], None] | None,
+    ) -> None:
+        """Nothing to hedge with: the attempt runs in this task under the deadline, without a
+        task of its own and the wake-ups between the two (as the race's `_run_alone`)."""
+        if on_attempt is not None:
+            on_attempt(attempt.endpoint.name)
+
+        def take(event: ChatEvent) -> None:
+            if on_event is not None:
+                attempt.passed_on = True
+                on_event(event)
+
+        try:
+            async with asyncio.timeout(timeout_s):
+                await _collect(plan.call, attempt, take)
+        except TimeoutError:
+            if attempt.calls is None and attempt.error is None:
+                attempt.error = _deadline_error(attempt.endpoint)
 
     def _settle(
         self,
