@@ -68,7 +68,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psutil
@@ -615,6 +615,26 @@ def two_servers(
         yield children
 
 
+Started = TypeVar("Started")
+
+
+@contextlib.contextmanager
+def on_second_core(
+    pin: bool, servers: contextlib.AbstractContextManager[Started]
+) -> Iterator[Started]:
+    """`servers` entered with their processes started on core 1 (`--pin`: the gateways', the
+    floor's and the peer's core), the bench itself back on core 0 once they are."""
+    with contextlib.ExitStack() as stack:
+        if pin:
+            os.sched_setaffinity(0, {1})  # inherited by the processes as they start
+        try:
+            started = stack.enter_context(servers)
+        finally:
+            if pin:
+                os.sched_setaffinity(0, {0})
+        yield started
+
+
 def gateways(
     workdir: Path, upstream: str, redis: RedisServer, with_limits: bool, probed: bool = False
 ) -> contextlib.AbstractContextManager[list[subprocess.Popen[bytes]]]:
@@ -1017,11 +1037,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_load(again, [], {"the model": [model]})
 
-        if args.pin:
-            os.sched_setaffinity(0, {1})  # the gateways' core, inherited as they start
-        with gateways(workdir, upstream, redis, with_limits, bool(args.trace)) as children:
-            if args.pin:
-                os.sched_setaffinity(0, {0})
+        started = gateways(workdir, upstream, redis, with_limits, bool(args.trace))
+        with on_second_core(args.pin, started) as children:
             team = Phase(
                 "gateway-ls, 2 processes",
                 Targets([c.url for c in children]),  # type: ignore[attr-defined]
@@ -1048,11 +1065,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_floor:
             missing[floor.name] = "skipped (--no-floor)"
         else:
-            if args.pin:
-                os.sched_setaffinity(0, {1})
-            with floors(workdir, upstream) as children:
-                if args.pin:
-                    os.sched_setaffinity(0, {0})
+            with on_second_core(args.pin, floors(workdir, upstream)) as children:
                 floor.targets.urls += [c.url for c in children]  # type: ignore[attr-defined]
                 kill = faults(floor, children, redis)[:1]  # no Redis to restart
                 run_load(floor, kill, {"the model": [model], "the floors": children})
@@ -1075,18 +1088,13 @@ def main(argv: list[str] | None = None) -> int:
                     children = []
                     for _ in range(2):
                         port = free_port()
-                        if args.pin:
-                            os.sched_setaffinity(0, {1})  # the peer on the gateways' core
-                        child = proxies.enter_context(
-                            litellm_proxy(
-                                workdir,
-                                port,
-                                litellm_models(upstream),
-                                settings=litellm_settings(redis),
-                            )
+                        proxy = litellm_proxy(
+                            workdir,
+                            port,
+                            litellm_models(upstream),
+                            settings=litellm_settings(redis),
                         )
-                        if args.pin:
-                            os.sched_setaffinity(0, {0})
+                        child = proxies.enter_context(on_second_core(args.pin, proxy))
                         child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
                         children.append(child)
                         peer.targets.urls.append(child.url)  # type: ignore[attr-defined]
@@ -1099,7 +1107,10 @@ def main(argv: list[str] | None = None) -> int:
                 missing[peer.name] = str(unavailable)
     print_report([again, team, floor, peer], direct, missing, with_limits, args.warm_up)
     if args.pin:
-        print("pinned: the gateways (and the peer) on core 1; the load, the model, Redis on core 0")
+        print(
+            "pinned: the gateways (and the floor and the peer) on core 1; the load, the model, "
+            "Redis on core 0"
+        )
     return 0
 
 
