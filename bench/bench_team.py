@@ -239,10 +239,10 @@ async def stream(
                     await response.aread()
                     break
                 if response.status_code != 200:
-                    body = await response.aread()
+                    refusal = await response.aread()
                     sample.outcome = "error"
-                    sample.detail = f"{response.status_code} {body[:120]!r}"
-                    if response.status_code == 503 and b"budget_unavailable" in body:
+                    sample.detail = f"{response.status_code} {refusal[:120]!r}"
+                    if response.status_code == 503 and b"budget_unavailable" in refusal:
                         # A budget failing closed while Redis is away: refused by design,
                         # with a Retry-After, as a 429 is.
                         sample.outcome = "limited"
