@@ -199,7 +199,9 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
 
 
 def _watch_connects(request: httpx.Request) -> Callable[[], bool]:
-    """Note, through httpcore's trace hook, whether the request opened a new connection."""
+    """Note, through httpcore's trace hook, whether the request opened a new connection. The
+    connection's events, every set-up step among them, go on to the request's own hook
+    (`setup_timing`); the request's other steps are not passed on."""
     opened = False
     outer: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get("trace")
 

@@ -226,17 +226,15 @@ class SequentialRoute:
         start(attempts[0])
         try:
             async with asyncio.timeout(timeout_s):
-                if backup is not None and delay_s is not None:
-                    done, _ = await asyncio.wait(tasks, timeout=delay_s)
-                    if not done and not winner:
-                        attempts.append(_Attempt(backup, plan.bounded(request, backup)))
-                        start(attempts[1])
+                done, _ = await asyncio.wait(tasks, timeout=delay_s)
+                if not done and not winner:
+                    attempts.append(_Attempt(backup, plan.bounded(request, backup)))
+                    start(attempts[1])
                 await asyncio.gather(*tasks, return_exceptions=True)
         except TimeoutError:
             await _cancel(tasks)
             for attempt in attempts:
-                if attempt.calls is None and attempt.error is None:
-                    attempt.error = _deadline_error(attempt.endpoint)
+                _cut_by_deadline(attempt)
         finally:
             await _cancel(tasks)
         return attempts
@@ -263,8 +261,7 @@ class SequentialRoute:
             async with asyncio.timeout(timeout_s):
                 await _collect(plan.call, attempt, take)
         except TimeoutError:
-            if attempt.calls is None and attempt.error is None:
-                attempt.error = _deadline_error(attempt.endpoint)
+            _cut_by_deadline(attempt)
 
     def _settle(
         self,
@@ -370,6 +367,13 @@ async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
         if not task.done() and not task.cancelling():
             task.cancel()
     await asyncio.shield(asyncio.gather(*tasks, return_exceptions=True))
+
+
+def _cut_by_deadline(attempt: _Attempt) -> None:
+    """Note the deadline as the failure of an attempt it ended with neither an answer nor a
+    failure of its own."""
+    if attempt.calls is None and attempt.error is None:
+        attempt.error = _deadline_error(attempt.endpoint)
 
 
 def _deadline_error(endpoint: Endpoint) -> BackendError:
