@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "text_edits": 7,
     "json_codec": 7,
     "after_answer": 7,
+    "permit": 7,
     "__init__": 7,
 }
 
@@ -149,6 +150,11 @@ FRONT_DOOR_EXCEPTIONS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         frozenset({"Backend", "BackendError", "ChatMessage", "ChatRequest", "CompletionRequest"}),
         "`doctor` makes each endpoint's own one-token call: the backends are its subject",
     ),
+    ("cli", "lsp_server.routing.gate"): (
+        frozenset({"Gate", "StaysHome"}),
+        "`doctor` calls the endpoints itself: through the same gate as the router, under the "
+        "configured offline mode",
+    ),
     ("cli", "lsp_server.backends.factory"): (
         frozenset({"local_backend_factory", "remote_backend"}),
         "`doctor` builds each endpoint's backend and loads the local model to check them",
@@ -232,3 +238,70 @@ def test_test_modules_import_helpers_from_tests_support_only() -> None:
                 if package.startswith("tests") and name.startswith("test_"):
                     offenders.append(f"{module.relative_to(TESTS)} imports {node.module}")
     assert not offenders, "\n".join(offenders)
+
+
+# -- the one door out ---------------------------------------------------------------------------
+
+# The backend methods that make a call, which take the gate's permit (`lsp_server/permit.py`).
+BACKEND_CALLS = frozenset({"complete", "chat", "chat_events", "edit", "connect", "events"})
+GATE = PACKAGE / "routing" / "gate.py"
+
+
+def calls_without_permit(source: str, *, inside_backends: bool) -> list[int]:
+    """Lines of `source` that call a backend (a receiver named like one: `backend`,
+    `endpoint.backend`, an `upstream`; `self` and `super()` inside the backends) without
+    passing the gate's `permit`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in BACKEND_CALLS:
+            continue
+        receiver = ast.unparse(node.func.value)
+        named = receiver.rsplit(".", 1)[-1].lower()
+        is_backend = "backend" in named or "upstream" in named
+        if inside_backends and receiver in ("self", "super()"):
+            is_backend = True
+        if is_backend and not any(k.arg == "permit" for k in node.keywords):
+            found.append(node.lineno)
+    return found
+
+
+def test_every_backend_call_carries_the_gates_permit() -> None:
+    wrong = []
+    for module in sorted(PACKAGE.rglob("*.py")):
+        inside = part_of(module) == "backends"
+        for line in calls_without_permit(
+            module.read_text(encoding="utf-8"), inside_backends=inside
+        ):
+            wrong.append(f"{module.relative_to(PACKAGE)}:{line}")
+    assert not wrong, "ask the gate (routing/gate.py) for a permit and pass it:\n" + "\n".join(
+        wrong
+    )
+
+
+def test_the_permit_check_finds_a_route_that_skips_the_gate() -> None:
+    """The check above, tried once on a route that calls a backend without asking the gate."""
+    skipping = "def ask(endpoint, usage):\n    return endpoint.backend.complete(request, usage)\n"
+    asking = skipping.replace("usage)", "usage, permit=permit)")
+    assert calls_without_permit(skipping, inside_backends=False) == [2]
+    assert calls_without_permit(asking, inside_backends=False) == []
+
+
+def test_only_the_gate_issues_permits() -> None:
+    issuers = []
+    for module in sorted(PACKAGE.rglob("*.py")):
+        source = module.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            builds = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "Permit"
+            )
+            takes_key = isinstance(node, ast.ImportFrom) and any(
+                alias.name == "GATE_ONLY" for alias in node.names
+            )
+            if (builds or takes_key) and module != GATE:
+                issuers.append(f"{module.relative_to(PACKAGE)}:{node.lineno}")
+    assert not issuers, "only routing/gate.py issues permits:\n" + "\n".join(issuers)

@@ -26,6 +26,7 @@ from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 ANTHROPIC_VERSION = "2023-06-01"
 MODELS_PATH = "v1/models"
@@ -52,8 +53,9 @@ class AnthropicBackend(Backend):
         )
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
+        permit.check_remote(self.name)
         stop = request.stop + (("\n",) if request.single_line else ())
         chat = ChatRequest(
             messages=fim_chat_messages(request, self.config.context_tokens),
@@ -61,19 +63,22 @@ class AnthropicBackend(Backend):
             temperature=request.temperature,
             stop=stop,
         )
-        async for text in self.chat(chat, usage):
+        async for text in self.chat(chat, usage, permit=permit):
             yield text
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
+        async with contextlib.aclosing(self.chat_events(request, usage, permit=permit)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, str):
                     yield event
 
     async def chat_events(
-        self, request: ChatRequest, usage: Usage | None = None
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[ChatEvent]:
         """The answer's text and tool calls, translated from the Messages stream."""
+        permit.check_remote(self.name)
         key = self._api_key()
         headers = {
             "x-api-key": key,
@@ -110,7 +115,8 @@ class AnthropicBackend(Backend):
         except BackendError as exc:
             raise _without_secret(exc, key) from None
 
-    async def connect(self) -> None:
+    async def connect(self, *, permit: Permit) -> None:
+        permit.check_remote(self.name)
         key = self.config.api_key()
         if not key:
             return  # the first request reports the missing key

@@ -36,6 +36,7 @@ from lsp_server.backends.http_common import (
 )
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend, relative
 from lsp_server.config.providers import fim_path
+from lsp_server.permit import Permit
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +56,11 @@ class LlamaCppBackend(OpenAICompatibleBackend):
         return self._fim_path.rsplit("/", 1)[-1] in NATIVE_ENDPOINTS
 
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
+        permit.check_remote(self.name)
         if not self.config.fim:
-            return super().complete(request, usage)
+            return super().complete(request, usage, permit=permit)
         return self._complete(request, usage if usage is not None else Usage())
 
     async def _complete(self, request: CompletionRequest, usage: Usage) -> AsyncIterator[str]:

@@ -28,6 +28,7 @@ from lsp_server.backends.http_common import (
 )
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 # The events after which a Responses stream has said all it will.
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
@@ -41,9 +42,12 @@ class ResponsesUpstream:
         self.name = config.name
         self._client = make_client(config.base_url, endpoint_timeout_s(config))
 
-    async def events(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def events(
+        self, payload: dict[str, Any], *, permit: Permit
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The upstream's answer to `payload` as Responses events; a whole (not streamed)
         answer comes as one event, `{"type": "response", "response": ...}`."""
+        permit.check_remote(self.name)
         body = {**payload, "model": self.config.model}
         path = self.config.responses_path.lstrip("/")
         try:

@@ -3,10 +3,11 @@ Responses API itself (`responses_path` in its configuration).
 
 The endpoint is the one the chat route would ask first for the request's `model`; it alone is
 asked, with its own model name. A request that must stay on this machine never goes there
-(everything the client sent is judged, not only the conversation): it then takes the chat path,
-where the plan holds the local model alone. What the endpoint did is told to the outcome
-recorder as a chat's attempt is. Each endpoint's Responses client is kept while its
-configuration holds, and made anew (the old one closed) when it changes.
+(everything the client sent is judged, not only the conversation, and the gate decides, offline
+"always" included): it then takes the chat path, where the plan holds the local model alone.
+What the endpoint did is told to the outcome recorder as a chat's attempt is. Each endpoint's
+Responses client is kept while its configuration holds, and made anew (the old one closed) when
+it changes.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from lsp_server.backends.responses_upstream import ResponsesUpstream
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind, RouteFailed
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import StaysHome
 from lsp_server.routing.outcomes import Outcomes
 
 # Events after which the upstream has answered whole.
@@ -69,13 +72,17 @@ class PassThrough:
         stay_local = self._chats.stay_local(
             chat, uri=uri, sensitive=sensitive, client=client, extra=extra
         )
-        if stay_local is not None:
+        if router.gate.verdict(stay_local) is not None:
             return None
         plan = router.chats.plan(model, chat, local_only=None)
         first = plan.candidates[0]
         if first.config is None or not first.config.responses_path:
             return None
-        events = self._run(payload, first, first.config, plan.reason, uri)
+        try:
+            permit = router.gate.permit(first.name, remote=True, held=stay_local)
+        except StaysHome:
+            return None  # offline "always" set just now: the chat path keeps it home
+        events = self._run(payload, first, first.config, plan.reason, uri, permit)
         return PassedThrough(first.name, plan.reason, events)
 
     async def _run(
@@ -85,11 +92,12 @@ class PassThrough:
         config: EndpointConfig,
         reason: Reason,
         uri: str,
+        permit: Permit,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The upstream's events as they come; a failure is `RouteFailed`, with the one
         failure it was."""
         tally = _Tally(self._chats.router.outcomes, endpoint, reason, uri)
-        events = self._upstream(config).events(payload)
+        events = self._upstream(config).events(payload, permit=permit)
         try:
             async with contextlib.aclosing(events):
                 async for event in events:

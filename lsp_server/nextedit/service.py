@@ -25,6 +25,7 @@ from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
 from lsp_server.nextedit.region import context_window, editable_region
 from lsp_server.nextedit.request import EditRequest
+from lsp_server.permit import Permit
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint
@@ -196,11 +197,11 @@ class NextEditService:
         """`calls`: each endpoint's call made ahead, used while its configuration stands."""
         answer_tokens = len(request.region_text) // 2 + 64
 
-        def ask(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
+        def ask(endpoint: Endpoint, usage: Usage, permit: Permit) -> AsyncIterator[str]:
             made = calls.get(endpoint.name) if calls is not None else None
             if made is not None and made[0] is endpoint.config:
-                return endpoint.backend.edit(made[1], usage)
-            return endpoint.backend.edit(edit_call(request, endpoint.config), usage)
+                return endpoint.backend.edit(made[1], usage, permit=permit)
+            return endpoint.backend.edit(edit_call(request, endpoint.config), usage, permit=permit)
 
         routed = await self.router.edit(
             ask,

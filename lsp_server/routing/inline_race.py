@@ -28,11 +28,16 @@ from dataclasses import dataclass, field
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, unexpected_failure
 from lsp_server.config.model import Role
+from lsp_server.permit import Permit
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import StaysHome
 
-# The call an attempt makes: the endpoint's streamed text, its counts noted in the `Usage`.
-TextCall = Callable[[Endpoint, Usage], AsyncIterator[str]]
+# The call an attempt makes: the endpoint's streamed text, its counts noted in the `Usage`,
+# under the gate's permit.
+TextCall = Callable[[Endpoint, Usage, Permit], AsyncIterator[str]]
+# The gate's permit for one endpoint of this request, or `StaysHome` (routing/gate.py).
+Permits = Callable[[Endpoint], Permit]
 # Whether the text so far is all the caller can use (reading on would only spend the deadline).
 Enough = Callable[[str], bool]
 
@@ -52,8 +57,8 @@ class RaceRequest:
 def completion_race(request: CompletionRequest) -> RaceRequest:
     """An inline suggestion: a fill-in-the-middle completion of `request`."""
 
-    def call(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
-        return endpoint.backend.complete(request, usage)
+    def call(endpoint: Endpoint, usage: Usage, permit: Permit) -> AsyncIterator[str]:
+        return endpoint.backend.complete(request, usage, permit=permit)
 
     return RaceRequest(
         role="inline",
@@ -125,6 +130,7 @@ class InlineRace:
         call: TextCall,
         candidates: list[Endpoint],
         *,
+        permits: Permits,
         enough: Enough = _never_enough,
         hedge_after_s: float,
         deadline_s: float,
@@ -135,6 +141,7 @@ class InlineRace:
         on_attempt: Callable[[str], None] | None = None,
     ) -> None:
         self._call = call
+        self._permits = permits
         self._enough = enough
         self._measure_riders = measure_riders and on_text is None
         self._decided = False
@@ -201,11 +208,15 @@ class InlineRace:
         """One candidate and no rider: nothing to hedge with or fall back to, so its attempt
         runs in this task under the deadline, without a task of its own and the wake-ups
         between the two (the same outcome as the race's loop gives)."""
-        attempt = Attempt(endpoint=self._queue.pop(0), started_at=time.monotonic(), hedge=False)
+        taken = self._next_permitted()
+        if taken is None:
+            return self._outcome(None, "", timed_out=False)
+        endpoint, permit = taken
+        attempt = Attempt(endpoint=endpoint, started_at=time.monotonic(), hedge=False)
         self._attempts.append(attempt)
         try:
             async with asyncio.timeout(self._deadline_s):
-                await self._drive(attempt)
+                await self._drive(attempt, permit)
         except TimeoutError:
             return self._outcome(None, _usable_partial([attempt]), timed_out=True)
         finally:
@@ -221,18 +232,30 @@ class InlineRace:
         return all(a.first_token_at is None for a in running)
 
     def _launch(self, *, hedge: bool, measuring: bool = False) -> bool:
-        if not self._queue:
+        taken = self._next_permitted()
+        if taken is None:
             return False
-        endpoint = self._queue.pop(0)
+        endpoint, permit = taken
         attempt = Attempt(
             endpoint=endpoint, started_at=time.monotonic(), hedge=hedge, measuring=measuring
         )
-        attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt))
+        attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt, permit))
         self._attempts.append(attempt)
         return True
 
-    async def _drive(self, attempt: Attempt) -> None:
-        stream = self._call(attempt.endpoint, attempt.usage)
+    def _next_permitted(self) -> tuple[Endpoint, Permit] | None:
+        """The next candidate the gate lets this request call now, with its permit: one
+        refused since the race began (offline "always" set meanwhile) is passed over."""
+        while self._queue:
+            endpoint = self._queue.pop(0)
+            try:
+                return endpoint, self._permits(endpoint)
+            except StaysHome:
+                continue
+        return None
+
+    async def _drive(self, attempt: Attempt, permit: Permit) -> None:
+        stream = self._call(attempt.endpoint, attempt.usage, permit)
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for chunk in stream:

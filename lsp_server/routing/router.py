@@ -44,6 +44,7 @@ from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind, DecisionLog
 from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, LocalFactory, RemoteFactory
+from lsp_server.routing.gate import Gate
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_choice import Choice, InlineChooser
 from lsp_server.routing.inline_race import (
@@ -115,7 +116,11 @@ class Router:
         self.pool.absorb(self._restored)
         self._saved_at = time.monotonic()
         self._saving: asyncio.Task[None] | None = None
-        self.offline = OfflineMonitor(config.routing.offline, self._inline_remote_configs())
+        # The one door out (routing rule 1): it reads the offline mode at every call.
+        self.gate = Gate(lambda: self.offline.mode)
+        self.offline = OfflineMonitor(
+            config.routing.offline, self._inline_remote_configs(), gate=self.gate
+        )
         self.decisions = DecisionLog()
         self.budget = HedgeBudget()
         self.shared: SharedState | None = None
@@ -126,10 +131,10 @@ class Router:
         self._connections = WarmConnections()
         self._measuring: set[asyncio.Task[None]] = set()  # lost explorations, to their first token
         # Gateway chat and Responses traffic by task class: `chats.plan(...)`.
-        self.chats = ChatRoute(self.pool, config=lambda: self.config)
+        self.chats = ChatRoute(self.pool, config=lambda: self.config, gate=self.gate)
         # Refactors and chats: endpoints asked in turn (`refactor`, `chats.plan(...)`).
         self.sequential = SequentialRoute(
-            self.outcomes, max_hedge_ratio=lambda: self.config.routing.max_hedge_ratio
+            self.outcomes, self.gate, max_hedge_ratio=lambda: self.config.routing.max_hedge_ratio
         )
         self._warm_up()
 
@@ -170,9 +175,8 @@ class Router:
             self.pool.local_model.start_loading()
 
     def _connect_endpoints(self) -> None:
-        """Nothing leaves the machine when offline is "always", not even a connection."""
-        if self.offline.mode != "always":
-            self._connections.ensure(self.pool.remotes.values())
+        """Connect what the gate lets out: under offline "always", nothing."""
+        self._connections.ensure(self.pool.remotes.values(), self.gate)
 
     async def connected(self, wait_s: float) -> None:
         """Wait, at most `wait_s`, for the endpoints' first connections (a server about to
@@ -180,8 +184,11 @@ class Router:
         await self._connections.opened(wait_s)
 
     def answerers(self, role: Role, stay_local: Reason | None = None) -> Answerers:
-        """Who may serve a request of `role` now (`stay_local`: the privacy verdict)."""
-        return who_answers(self.pool, role, stay_local=stay_local, offline=self.offline.active)
+        """Who may serve a request of `role` now (`stay_local`: why what the request is about
+        must stay here, as its route found; the gate adds the offline mode)."""
+        return who_answers(
+            self.pool, role, stay_local=self.gate.verdict(stay_local), offline=self.offline.active
+        )
 
     def prefill_local(self, request: CompletionRequest, *, local_only: Reason | None) -> bool:
         """Have the local model evaluate `request`'s prompt ahead of time, when it is the
@@ -245,6 +252,7 @@ class Router:
         race = InlineRace(
             request.call,
             candidates,
+            permits=lambda e: self.gate.permit(e.name, remote=not e.is_local, held=local_only),
             enough=request.enough,
             hedge_after_s=self._hedge_delay_ms(candidates[0]) / 1000,
             deadline_s=self._inline_deadline_ms(candidates, request.role) / 1000,
@@ -514,9 +522,10 @@ class Router:
         """
         candidates, reason = self._refactor_candidates(local_only)
         if not candidates:
-            if local_only is not None:
+            stays = self.gate.verdict(local_only)
+            if stays is not None:
                 message = (
-                    f"this document must stay on this machine ({local_only}) and the local "
+                    f"this document must stay on this machine ({stays}) and the local "
                     "model is disabled ([local] enabled = false)"
                 )
             else:
@@ -536,6 +545,7 @@ class Router:
             kind=DecisionKind.REFACTOR,
             candidates=candidates,
             reason=reason,
+            held=local_only,
             deadline_s=self.config.routing.refactor_deadline_ms / 1000,
             bounded=bounded,
             requests_fault=requests_fault,

@@ -30,17 +30,20 @@ from lsp_server.backends.base import (
 )
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.failures import EndpointFailure, FailureKind, RouteFailed
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import Gate, StaysHome
 from lsp_server.routing.outcomes import Outcomes
 
 HEDGE_MIN_SAMPLES = 10  # first-token samples before a request is hedged at all
 HEDGE_BURST = 5
 
 EventSink = Callable[[ChatEvent], None]
-# The call an attempt makes: the endpoint's streamed answer to what it is asked.
-ChatCall = Callable[[Endpoint, ChatRequest, Usage], AsyncIterator[ChatEvent]]
+# The call an attempt makes: the endpoint's streamed answer to what it is asked, under the
+# gate's permit.
+ChatCall = Callable[[Endpoint, ChatRequest, Usage, Permit], AsyncIterator[ChatEvent]]
 
 
 def capped(request: ChatRequest, cap: int | None) -> ChatRequest:
@@ -50,8 +53,10 @@ def capped(request: ChatRequest, cap: int | None) -> ChatRequest:
     return dataclasses.replace(request, max_tokens=cap)
 
 
-def chat_events(endpoint: Endpoint, request: ChatRequest, usage: Usage) -> AsyncIterator[ChatEvent]:
-    return endpoint.backend.chat_events(request, usage)
+def chat_events(
+    endpoint: Endpoint, request: ChatRequest, usage: Usage, permit: Permit
+) -> AsyncIterator[ChatEvent]:
+    return endpoint.backend.chat_events(request, usage, permit=permit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +66,8 @@ class SequentialPlan:
     kind: DecisionKind
     candidates: list[Endpoint]
     reason: Reason  # why the first candidate; a later one answers as a fallback
+    # Why what the request is about must stay here, as its route found it: the gate's fact.
+    held: Reason | None = None
     deadline_s: float
     may_hedge: bool = False
     # The request as one endpoint is asked it (its token cap bounded by the endpoint's own).
@@ -98,6 +105,7 @@ class Answered:
 class _Attempt:
     endpoint: Endpoint
     request: ChatRequest
+    permit: Permit
     usage: Usage = field(default_factory=Usage)
     texts: list[str] = field(default_factory=list)
     calls: ToolCallStream | None = None  # set once the answer ran to its end
@@ -110,8 +118,11 @@ class _Attempt:
 class SequentialRoute:
     """Asks a plan's endpoints in turn; owned by the `Router`, shared by its routes."""
 
-    def __init__(self, outcomes: Outcomes, *, max_hedge_ratio: Callable[[], float]) -> None:
+    def __init__(
+        self, outcomes: Outcomes, gate: Gate, *, max_hedge_ratio: Callable[[], float]
+    ) -> None:
         self._outcomes = outcomes
+        self._gate = gate
         self._max_hedge_ratio = max_hedge_ratio
 
     async def run(
@@ -139,10 +150,13 @@ class SequentialRoute:
                 failures.append(_deadline_error(queue[0]).failure)
                 break
             primary = queue.pop(0)
+            permit = self._permit(plan, primary)
+            if permit is None:
+                continue  # offline "always" set since the plan was made: not asked
             backup = queue[0] if plan.may_hedge and queue else None
             delay_s = self._hedge_delay_s(primary) if backup is not None else None
             attempts = await self._ask(
-                plan, primary, backup, delay_s, request, remaining, on_event, on_attempt
+                plan, (primary, permit), backup, delay_s, request, remaining, on_event, on_attempt
             )
             if len(attempts) > 1:
                 hedged = True
@@ -172,6 +186,13 @@ class SequentialRoute:
         )
         raise failed
 
+    def _permit(self, plan: SequentialPlan, endpoint: Endpoint) -> Permit | None:
+        """The gate's leave to ask `endpoint` now, or None where it refuses."""
+        try:
+            return self._gate.permit(endpoint.name, remote=not endpoint.is_local, held=plan.held)
+        except StaysHome:
+            return None
+
     def _hedge_delay_s(self, primary: Endpoint) -> float | None:
         """The primary's usual worst time to a first token, once known, while the hedge
         budget lasts; None: no hedge."""
@@ -188,7 +209,7 @@ class SequentialRoute:
     async def _ask(
         self,
         plan: SequentialPlan,
-        primary: Endpoint,
+        primary: tuple[Endpoint, Permit],
         backup: Endpoint | None,
         delay_s: float | None,
         request: ChatRequest,
@@ -197,8 +218,10 @@ class SequentialRoute:
         on_attempt: Callable[[str], None] | None,
     ) -> list[_Attempt]:
         """Ask `primary`, and `backup` too if the primary has not started answering after
-        `delay_s`; the first to answer is passed on and the other cancelled."""
-        attempts = [_Attempt(primary, plan.bounded(request, primary))]
+        `delay_s`; the first to answer is passed on and the other cancelled. The backup is
+        asked only if the gate still lets it be."""
+        first, permit = primary
+        attempts = [_Attempt(first, plan.bounded(request, first), permit)]
         if backup is None or delay_s is None:
             await self._ask_alone(plan, attempts[0], timeout_s, on_event, on_attempt)
             return attempts
@@ -227,8 +250,9 @@ class SequentialRoute:
         try:
             async with asyncio.timeout(timeout_s):
                 done, _ = await asyncio.wait(tasks, timeout=delay_s)
-                if not done and not winner:
-                    attempts.append(_Attempt(backup, plan.bounded(request, backup)))
+                backup_permit = None if done or winner else self._permit(plan, backup)
+                if backup_permit is not None:
+                    attempts.append(_Attempt(backup, plan.bounded(request, backup), backup_permit))
                     start(attempts[1])
                 await asyncio.gather(*tasks, return_exceptions=True)
         except TimeoutError:
@@ -339,7 +363,7 @@ class SequentialRoute:
 async def _collect(call: ChatCall, attempt: _Attempt, sink: EventSink) -> None:
     """Run one endpoint's answer to its end, noting its events and passing them to `sink`."""
     calls = ToolCallStream(attempt.endpoint.name)
-    stream = call(attempt.endpoint, attempt.request, attempt.usage)
+    stream = call(attempt.endpoint, attempt.request, attempt.usage, attempt.permit)
     try:
         async with contextlib.aclosing(stream):  # type: ignore[type-var]
             async for event in stream:

@@ -25,6 +25,7 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.failures import FailureKind
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.permits import permit_for
 from tests.support.provider_endpoints import collect, endpoint
 
 ANSWER = "return a + b\n"
@@ -79,8 +80,8 @@ def test_a_keystroke_and_a_streamed_chat_over_tls(server: FakeLLMServer, loop: s
 
     async def both() -> tuple[str, str]:
         try:
-            completed = await collect(backend.complete(keystroke))
-            chatted = await collect(backend.chat(chat, usage))
+            completed = await collect(backend.complete(keystroke, permit=permit_for(backend)))
+            chatted = await collect(backend.chat(chat, usage, permit=permit_for(backend)))
             return completed, chatted
         finally:
             await backend.aclose()
@@ -117,7 +118,11 @@ def refused(server: FakeLLMServer, loop: str) -> str:
 
     async def keystroke() -> str:
         try:
-            await collect(backend.complete(CompletionRequest(prefix="x = ", suffix="")))
+            await collect(
+                backend.complete(
+                    CompletionRequest(prefix="x = ", suffix=""), permit=permit_for(backend)
+                )
+            )
         except BackendError as error:
             assert error.kind is FailureKind.NETWORK
             return error.message
@@ -142,8 +147,8 @@ def test_opening_a_connection_is_timed_apart_from_the_model_and_reusing_one_is_n
 
     async def twice() -> None:
         try:
-            await collect(backend.chat(chat, first))
-            await collect(backend.chat(chat, second))
+            await collect(backend.chat(chat, first, permit=permit_for(backend)))
+            await collect(backend.chat(chat, second, permit=permit_for(backend)))
         finally:
             await backend.aclose()
 
