@@ -150,6 +150,7 @@ class _Gateway:
         if self.clients:
             status.update(self.clients.status())
         status["limits"] = self.engine.limits.status()
+        status["privacy"] = {"withheld_pieces": self.engine.privacy.withheld}
         return JSONResponse(status)
 
     async def usage(self, request: Request) -> Response:

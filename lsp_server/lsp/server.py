@@ -546,6 +546,7 @@ def register_features(server: GatewayServer) -> None:
             **engine.router.status(),
             "inflight": ls.inflight(),
             "context": engine.context.status(),
+            "privacy": {"withheld_pieces": engine.privacy.withheld},
         }
 
     @server.command(CMD_SET_OFFLINE)

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lsp_server.backends.base import ContextChunk, EditCall, Usage
 from lsp_server.config.model import EndpointConfig
@@ -59,6 +59,9 @@ class NextEdit:
     unavailable: Refused | None = None
     usage: Usage | None = None  # the answering call's counts
     tokens: int = 0  # tokens the answer took
+    # Pieces of context (other documents' edits, snippets) left out because they were
+    # sensitive or held a secret: a count, never their content.
+    withheld: int = 0
 
 
 class NextEditService:
@@ -119,7 +122,13 @@ class NextEditService:
         state = self._state()
         prepared = self._ahead.take(uri, text, offset, language, state, self.history.now())
         if prepared is not None:
-            return await self._route(prepared.request, prepared.stay_local, pinned, prepared.calls)
+            return await self._route(
+                prepared.request,
+                prepared.stay_local,
+                pinned,
+                prepared.calls,
+                withheld=prepared.withheld,
+            )
         request = self._assemble(uri, text, offset, language)
         return await self.answer(request, pinned=pinned)
 
@@ -129,7 +138,8 @@ class NextEditService:
         """The next edit for an assembled request (a gateway client's prompt, or `predict`'s);
         `sensitive` is the client saying so itself."""
         stay_local = Reason.SENSITIVE if sensitive else self._privacy(request)
-        return await self._route(request, stay_local, pinned)
+        request, withheld = self._shareable(request, stay_local)
+        return await self._route(request, stay_local, pinned, withheld=withheld)
 
     def _assemble(self, uri: str, text: str, offset: int, language: str) -> EditRequest:
         region = editable_region(text, offset)
@@ -168,7 +178,8 @@ class NextEditService:
             await asyncio.sleep(0)
             if self._state() != state:
                 return None
-            stay_local = self._parts_reason(request)
+            stay_local = self._own_history_reason(request)
+        request, withheld = self._shareable(request, stay_local)
         answerers = self.router.answerers("edit", stay_local)
         local = (answerers.local,) if answerers.local is not None else ()
         calls = {
@@ -177,7 +188,7 @@ class NextEditService:
         if answerers.local is not None and answerers.local_must_answer:
             self._read_ahead_locally(calls[answerers.local.name][1])
         until = self.history.recent_until()
-        return Prepared(request, stay_local, state, until, calls)
+        return Prepared(request, stay_local, state, until, calls, withheld)
 
     def _read_ahead_locally(self, call: EditCall) -> None:
         """The local model alone will answer (offline, or a sensitive document): it reads the
@@ -193,8 +204,11 @@ class NextEditService:
         stay_local: Reason | None,
         pinned: str | None,
         calls: Mapping[str, tuple[EndpointConfig | None, EditCall]] | None = None,
+        *,
+        withheld: int = 0,
     ) -> NextEdit:
-        """`calls`: each endpoint's call made ahead, used while its configuration stands."""
+        """`calls`: each endpoint's call made ahead, used while its configuration stands;
+        `withheld`: pieces of context left out for privacy."""
         answer_tokens = len(request.region_text) // 2 + 64
 
         def ask(endpoint: Endpoint, usage: Usage, permit: Permit) -> AsyncIterator[str]:
@@ -241,6 +255,7 @@ class NextEditService:
             unavailable=unavailable,
             usage=routed.usage,
             tokens=routed.tokens,
+            withheld=withheld,
         )
 
     # -- what became of an edit -------------------------------------------------------------
@@ -283,9 +298,10 @@ class NextEditService:
     # -- privacy ------------------------------------------------------------------------------
 
     def _privacy(self, request: EditRequest) -> Reason | None:
-        """Every part of the prompt: the file around the region (its path and contents), each
-        recent edit (its file, judged once for all its edits, and its diff) and each snippet."""
-        return self._window_reason(request) or self._parts_reason(request)
+        """Why what the request is about must stay here: the file around the region (its
+        path and contents) and this document's own recent edits, which go whole or not at
+        all. What only adds context is `_shareable`'s."""
+        return self._window_reason(request) or self._own_history_reason(request)
 
     def _window_reason(self, request: EditRequest) -> Reason | None:
         window = context_window(request.text, request.region)
@@ -293,19 +309,32 @@ class NextEditService:
             request.uri, request.text, window[0], request.cursor, window[1]
         )
 
-    def _parts_reason(self, request: EditRequest) -> Reason | None:
-        diffs: dict[str, list[str]] = {}
-        for edit in request.history:
-            diffs.setdefault(edit.uri, []).append(edit.diff)
-        for uri, texts in diffs.items():
-            reason = self.privacy.texts_reason(uri, texts)
-            if reason is not None:
-                return reason
-        for chunk in request.snippets:
-            reason = self.privacy.text_reason(chunk.path, chunk.text)
-            if reason is not None:
-                return reason
-        return None
+    def _own_history_reason(self, request: EditRequest) -> Reason | None:
+        own = [edit.lines for edit in request.history if edit.uri == request.uri]
+        return self.privacy.texts_reason(request.uri, own) if own else None
+
+    def _shareable(
+        self, request: EditRequest, stay_local: Reason | None
+    ) -> tuple[EditRequest, int]:
+        """`request` without the context that may not leave the machine (another document's
+        recent edit, a snippet: from a sensitive path or holding a secret), and how many
+        pieces that was; the rule is the privacy guard's (`may_join`). A request that stays
+        here anyway keeps all of it. A client's own Mercury messages, which carry every
+        piece, give way to a prompt written from what is left."""
+        if self.router.gate.verdict(stay_local) is not None:
+            return request, 0
+        history = tuple(
+            edit
+            for edit in request.history
+            if edit.uri == request.uri or self.privacy.may_join(edit.uri, edit.lines)
+        )
+        snippets = tuple(
+            chunk for chunk in request.snippets if self.privacy.may_join(chunk.path, chunk.text)
+        )
+        withheld = len(request.history) - len(history) + len(request.snippets) - len(snippets)
+        if not withheld:
+            return request, 0
+        return replace(request, history=history, snippets=snippets, mercury_messages=()), withheld
 
     def _path(self, uri: str) -> str:
         path = self.context.workspace_path(uri) if self.context is not None else ""
