@@ -205,6 +205,20 @@ def test_doctor_exits_0_when_every_endpoint_answers(tmp_path: Path) -> None:
         assert gateway_ls(tmp_path, "--config", str(config), "doctor").returncode == 0
 
 
+def test_doctor_under_offline_always_calls_no_remote_and_says_why(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
+        config = write_config(
+            tmp_path,
+            '[routing]\noffline = "always"\n' + LOCAL_OFF + endpoint_toml("up", endpoint.base_url),
+        )
+        result = gateway_ls(tmp_path, "--config", str(config), "doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert endpoint.requests == [] and endpoint.model_list_requests == 0
+    row = next(line for line in result.stdout.splitlines() if line.startswith("up "))
+    assert "not called: offline" in row
+    assert 'offline = "always": nothing leaves this machine' in result.stdout
+
+
 async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
     with FakeLLMServer(Behaviour(text="pass\n")) as endpoint:
         config = LOCAL_OFF + endpoint_toml("fast", endpoint.base_url)

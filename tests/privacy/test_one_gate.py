@@ -213,6 +213,8 @@ async def test_one_gate_decides_on_every_route(
     secret_lines = [line.strip() for line in case.sample.text.splitlines() if line.strip()]
     if case.mode == "always":
         assert upstream.requests == [], case
+        if not case.at_run_time:  # nothing at all, not even a warm-up connection
+            assert upstream.model_list_requests == 0 and upstream.bytes_received == 0, case
     if case.stays_home:
         assert marker not in received, case
     else:
