@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends.base import BackendError
+from lsp_server.backends.base import BackendError, Usage
 from lsp_server.backends.http_common import (
     bearer_headers,
     endpoint_timeout_s,
@@ -23,6 +23,7 @@ from lsp_server.backends.http_common import (
     make_client,
     raise_for_status,
     read_json,
+    setup_timing,
     sse_events,
     transport_error,
 )
@@ -43,16 +44,17 @@ class ResponsesUpstream:
         self._client = make_client(config.base_url, endpoint_timeout_s(config))
 
     async def events(
-        self, payload: dict[str, Any], *, permit: Permit
+        self, payload: dict[str, Any], *, permit: Permit, usage: Usage | None = None
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The upstream's answer to `payload` as Responses events; a whole (not streamed)
-        answer comes as one event, `{"type": "response", "response": ...}`."""
+        answer comes as one event, `{"type": "response", "response": ...}`. The time spent
+        opening a connection is added to `usage.setup_ms`."""
         permit.check_remote(self.name)
         body = {**payload, "model": self.config.model}
         path = self.config.responses_path.lstrip("/")
         try:
             async with self._client.stream(
-                "POST", path, **json_content(body, self._headers())
+                "POST", path, **json_content(body, self._headers()), extensions=setup_timing(usage)
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):

@@ -18,7 +18,8 @@ from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.router import Routed, Router
+from lsp_server.routing.race_route import Routed
+from lsp_server.routing.router import Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.client_request import client_completion
 from lsp_server.suggest.postprocess import clean_suggestion

@@ -70,10 +70,11 @@ async def test_no_lsp_route_reaches_a_remote_after_set_offline_always(tmp_path: 
     keystrokes get nothing, and the remote hears nothing after the switch."""
     with FakeLLMServer(Behaviour(text="ok")) as server:
         async with lsp_session(tmp_path, config_text=config_text(server, "never")) as client:
+            # Offline "never" at start: the endpoint is connected, as the gate allowed then.
+            assert await server.wait_for_async(lambda s: s.model_list_requests >= 1, 30)
             await client.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="gatewayLs.setOffline", arguments=["always"])
             )
-            await asyncio.sleep(0.3)  # the warm-up connection made at start, if still going
             server.quiet()
             uri = (tmp_path / "circle.py").as_uri()
             open_document(client, uri, CIRCLE)
