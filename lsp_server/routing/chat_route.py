@@ -33,9 +33,8 @@ from lsp_server.config.model import Config
 from lsp_server.config.model_names import AUTO, AUTOMATIC_MODELS, LOCAL, TASK_CLASSES, unknown_model
 from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
-from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
+from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, healthy_first
 from lsp_server.routing.gate import Gate
 from lsp_server.routing.sequential_route import SequentialPlan, capped
 
@@ -114,7 +113,8 @@ class ChatRoute:
         remotes = [e for e in self._pool.all() if not e.is_local]
         if model == "reasoning":
             chosen = [e for e in remotes if "refactor" in e.roles]
-            return _healthy_first(chosen), Reason.CONFIGURED
+            healthy, tripped = healthy_first(chosen)
+            return healthy + tripped, Reason.CONFIGURED
         if model == "fast":
             return self._by_latency([e for e in remotes if self._chats(e)]), Reason.FASTEST
         agents = [e for e in remotes if "agent" in e.roles]
@@ -146,8 +146,7 @@ class ChatRoute:
         def expected(endpoint: Endpoint) -> float:
             return endpoint.stats.expected_ms(PRIOR_MS * (1 + 0.05 * order[endpoint.name]))
 
-        healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
-        tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
+        healthy, tripped = healthy_first(endpoints)
         return sorted(healthy, key=expected) + sorted(tripped, key=expected)
 
     def _local_only(self, request: ChatRequest, local_only: Reason | None) -> list[Endpoint]:
@@ -170,11 +169,6 @@ class ChatRoute:
                 "calling); configure a local model whose template has, or send no tools",
             )
         return [local]
-
-
-def _healthy_first(endpoints: list[Endpoint]) -> list[Endpoint]:
-    healthy = [e for e in endpoints if e.breaker.state is not BreakerState.OPEN]
-    return healthy + [e for e in endpoints if e not in healthy]
 
 
 def _chat_bounded(request: ChatRequest, endpoint: Endpoint) -> ChatRequest:

@@ -27,9 +27,8 @@ from lsp_server.config.model import Config, Role
 from lsp_server.failures import EndpointFailure
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers
-from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
+from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, healthy_first
 from lsp_server.routing.gate import Gate
 from lsp_server.routing.hedge_budget import HedgeBudget, hedge_delay_s
 from lsp_server.routing.inline_choice import Choice, InlineChooser
@@ -149,7 +148,9 @@ class RaceRoute:
             raise
         ended = time.monotonic()
         rider_reason = choice.rider_reason if parallel > 1 else None
-        routed = _routed(outcome, candidates, (reason, rider_reason), started, ended)
+        routed = _routed(
+            outcome, candidates, (reason, rider_reason), started, ended, request.max_tokens
+        )
         # The statistics, the decision and the rest of the records wait for the answer to be
         # written (`after_answer`): the caller needs only `routed`.
         after_the_answer(
@@ -243,8 +244,7 @@ class RaceRoute:
             )
         if not remotes:  # a local-only configuration: nothing to choose between
             return Choice(endpoints, 1, Reason.LOCAL_ONLY)
-        healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
-        tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
+        healthy, tripped = healthy_first(endpoints)
         order = {e.name: i for i, e in enumerate(endpoints)}
         deadline = self._deadline_ms(request.role)
 
@@ -392,8 +392,10 @@ def _routed(
     reasons: tuple[Reason, Reason | None],
     started: float,
     ended: float,
+    asked_tokens: int | None = None,
 ) -> Routed:
-    """What the caller of a race is told: the text, who answered and why, what failed."""
+    """What the caller of a race is told: the text, who answered and why, what failed, and
+    the most tokens the answering endpoint was asked for (`asked_tokens` within its cap)."""
     winner = outcome.winner
     reason, rider_reason = reasons
     if winner is not None and winner.endpoint is not candidates[0]:
@@ -416,8 +418,16 @@ def _routed(
         winner.usage.completion_tokens if winner is not None else 0,
         outcome.timed_out,
         winner.usage if winner is not None else None,
+        max_tokens=_answer_cap(winner, asked_tokens),
         failures=_failures(outcome.attempts),
     )
+
+
+def _answer_cap(winner: RaceAttempt | None, asked_tokens: int | None) -> int | None:
+    if winner is None or asked_tokens is None:
+        return None
+    config = winner.endpoint.config
+    return min(asked_tokens, config.max_tokens) if config is not None else asked_tokens
 
 
 def _failures(attempts: list[RaceAttempt]) -> tuple[EndpointFailure, ...]:

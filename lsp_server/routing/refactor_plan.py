@@ -8,9 +8,8 @@ from lsp_server.backends.base import ChatRequest
 from lsp_server.failures import EndpointFailure, RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers
-from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.endpoint_pool import Endpoint, healthy_first
 from lsp_server.routing.sequential_route import SequentialPlan, capped
 
 
@@ -67,8 +66,8 @@ def _candidates(answerers: Answerers) -> tuple[list[Endpoint], Reason]:
         reason = Reason.INLINE_FALLBACK
     else:
         reason = Reason.CONFIGURED if remotes else Reason.FALLBACK
-    healthy = [e for e in remotes if e.breaker.state is not BreakerState.OPEN]
-    ordered = healthy + [e for e in remotes if e not in healthy]
+    healthy, tripped = healthy_first(remotes)
+    ordered = healthy + tripped
     if local is not None:
         ordered.append(local)
     return ordered, reason

@@ -195,10 +195,7 @@ class SuggestionService:
         usage = routed.usage
         if usage is not None and usage.finish_reason is not None:
             return usage.finish_reason == "length"
-        answering = self.router.pool.get(routed.endpoint) if routed.endpoint else None
-        cap = request.max_tokens
-        if answering is not None and answering.config is not None:
-            cap = min(cap, answering.config.max_tokens)
+        cap = routed.max_tokens if routed.max_tokens is not None else request.max_tokens
         return routed.tokens >= cap
 
     def _document_request(
