@@ -100,7 +100,7 @@ def process(
 def fake_endpoint(
     workdir: Path, port: int
 ) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    args = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
+    args = [sys.executable, "-m", "bench.harness.fake_llm_server", "--port", str(port)]
     ready = f"http://127.0.0.1:{port}/v1/models"
     return process([*args, "--text", "return a + b\n"], ready, workdir / "endpoint.log")
 

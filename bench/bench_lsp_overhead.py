@@ -184,7 +184,7 @@ def zero_latency_endpoint(cores: set[int] | None = None) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
+    command = [sys.executable, "-m", "bench.harness.fake_llm_server", "--port", str(port)]
     process = subprocess.Popen(
         [*command, "--text", TEXT], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -1,7 +1,7 @@
 """Routing quality from a cold start on a replayed trace, and the cost of one routing decision.
 
 Three OpenAI-compatible endpoints run as processes of their own on 127.0.0.1
-(`tests.support.fake_llm_server --profile`). Every request's latency on every endpoint is drawn up
+(`bench.harness.fake_llm_server --profile`). Every request's latency on every endpoint is drawn up
 front (lognormals with different medians, 5 % stragglers at 10x); the best endpoint has an outage
 in which it answers 503, and the trace goes on after it, so recovery shows. Each endpoint reads
 the latency of a request from its profile by the request's number in the prompt, so every
@@ -162,7 +162,7 @@ def endpoint_processes(trace: Trace, workdir: Path) -> Iterator[list[str]]:
         urls = []
         for j, name in enumerate([*NAMES, "floor"]):
             port = free_port()
-            command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
+            command = [sys.executable, "-m", "bench.harness.fake_llm_server", "--port", str(port)]
             command += ["--text", TEXT, "--model", f"{name}-model"]
             if name != "floor":
                 profile = workdir / f"{name}.json"

@@ -36,6 +36,7 @@ import httpx
 import redis.asyncio
 
 from bench.bench_gateway import process
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import (
     Backend,
     BackendError,
@@ -48,7 +49,6 @@ from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
 

@@ -16,7 +16,7 @@ import openai
 import pytest
 from httpx_sse import connect_sse
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 
 TEXT = "return a + b\n"
 
@@ -247,7 +247,7 @@ def test_stop_returns_promptly_with_a_hung_request_open() -> None:
 
 
 def test_runs_as_a_command() -> None:
-    command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", "0"]
+    command = [sys.executable, "-m", "bench.harness.fake_llm_server", "--port", "0"]
     command += ["--text", "hello"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
         try:

@@ -13,7 +13,7 @@ It runs uvicorn in a background thread with its own event loop. Every generation
 raced against the client going away and against the server stopping, so hanging faults end as
 soon as either happens and `stop()` never waits on a hung request.
 
-Run by hand for demos: `python -m tests.support.fake_llm_server --port 8001 --text "..."`.
+Run by hand for demos: `python -m bench.harness.fake_llm_server --port 8001 --text "..."`.
 """
 
 from __future__ import annotations
@@ -1074,7 +1074,7 @@ def trace_profile(path: str, base: Behaviour) -> Callable[[JsonObject], Behaviou
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.support.fake_llm_server",
+        prog="python -m bench.harness.fake_llm_server",
         description="Serve a scripted OpenAI/Anthropic-compatible model on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=8001)
