@@ -1,7 +1,7 @@
 """Benchmark of the in-process llama.cpp backend; prints a table.
 
-    python bench/bench_local.py [--threads N] [--tokens N] [--sweep-threads]
-    python bench/bench_local.py --levers qwen2.5-coder-1.5b [--threads N] [--keystrokes N]
+    python -m bench.bench_local [--threads N] [--tokens N] [--sweep-threads]
+    python -m bench.bench_local --levers qwen2.5-coder-1.5b [--threads N] [--keystrokes N]
 
 - decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
   same prompt, same settings, same run (target: at least 95 %);
@@ -25,9 +25,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -56,22 +57,25 @@ async def backend_tokens_per_s(backend: LocalBackend, max_tokens: int) -> float:
     return usage.completion_tokens / (time.perf_counter() - start)
 
 
-def raw_tokens_per_s(llm: object, max_tokens: int) -> float:
-    prompt = llm.tokenize(THROUGHPUT_PROMPT.encode(), add_bos=True)  # type: ignore[attr-defined]
+def raw_tokens_per_s(llm: Any, max_tokens: int) -> float:
+    """`llm`: a `llama_cpp.Llama` (typed only where llama-cpp-python is installed)."""
+    prompt = llm.tokenize(THROUGHPUT_PROMPT.encode(), add_bos=True)
     start = time.perf_counter()
-    result = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0)  # type: ignore[attr-defined]
-    return result["usage"]["completion_tokens"] / (time.perf_counter() - start)
+    result = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0)
+    return float(result["usage"]["completion_tokens"]) / (time.perf_counter() - start)
 
 
 async def time_to_first_token(backend: LocalBackend, prefix: str) -> float:
     request = CompletionRequest(prefix=prefix, suffix="", max_tokens=8)
     start = time.perf_counter()
     stream = backend.complete(request)
-    async for _ in stream:
-        elapsed = time.perf_counter() - start
-        await stream.aclose()
-        return elapsed
-    return time.perf_counter() - start
+    try:
+        async for _ in stream:
+            return time.perf_counter() - start
+        return time.perf_counter() - start
+    finally:
+        if isinstance(stream, AsyncGenerator):  # stop the generation at the first token
+            await stream.aclose()
 
 
 async def keystroke_latency(backend: LocalBackend) -> tuple[float, float, int, int]:
@@ -169,7 +173,8 @@ def _with_lever(lever: Lever) -> contextlib.AbstractContextManager[None]:
     """Open models with `lever`'s extra `Llama` arguments (the bench's only way in)."""
     import llama_cpp
 
-    original = llama_cpp.Llama.__init__
+    llama: Any = llama_cpp.Llama  # patched, so read as untyped where the package is typed
+    original = llama.__init__
     options = dict(lever.llama)
     if lever.draft_tokens:
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
@@ -181,15 +186,15 @@ def _with_lever(lever: Lever) -> contextlib.AbstractContextManager[None]:
         options["logits_all"] = True
 
     def patched(self: object, *args: object, **kwargs: object) -> None:
-        original(self, *args, **{**kwargs, **options})  # type: ignore[arg-type]
+        original(self, *args, **{**kwargs, **options})
 
     @contextlib.contextmanager
     def applied() -> Iterator[None]:
-        llama_cpp.Llama.__init__ = patched  # type: ignore[method-assign]
+        llama.__init__ = patched
         try:
             yield
         finally:
-            llama_cpp.Llama.__init__ = original  # type: ignore[method-assign]
+            llama.__init__ = original
 
     return applied()
 

@@ -2,7 +2,7 @@
 or on all cores against the configured threads, on the same requests in the same run; prints a
 table.
 
-    python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
+    python -m bench.bench_local_edit [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
                                      [--rounds 1] [--cores] [--keystroke-after 1.0]
                                      [--interleaved] [--busy] [--rejoin]
 
@@ -42,18 +42,13 @@ import asyncio
 import contextlib
 import os
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_next_edit import chosen_tasks
-from next_edit_set import Task
-
+from bench.next_edit_set import Task, chosen_tasks
 from lsp_server.backends.base import CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import _fill
@@ -215,16 +210,16 @@ async def main_async(args: argparse.Namespace) -> None:
         for _ in range(args.rounds):
             if args.cores:
                 backend._edit_cores = 1
-                one = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(backend, partial(backend.edit, call), True)
                 backend._edit_cores = cores
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                other = await timed(backend, partial(backend.edit, call), True)
             elif args.rejoin:
                 whole = replace(call, rewrites=None)
-                one = await timed(backend, lambda u, c=whole: backend.edit(c, u), True)
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(backend, partial(backend.edit, whole), True)
+                other = await timed(backend, partial(backend.edit, call), True)
             else:
-                one = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(backend, partial(backend.chat, call.as_chat()), False)
+                other = await timed(backend, partial(backend.edit, call), True)
             if args.rejoin:
                 same = edits_of(request, one.text) == edits_of(request, other.text)
             else:

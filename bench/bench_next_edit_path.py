@@ -59,18 +59,18 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from bench.bench_lsp_overhead import (
+from bench.harness.endpoints import zero_latency_endpoint
+from bench.harness.lsp_session import (
     direct_ms,
     initialize,
     open_document,
-    quantile,
     running_client,
     running_server,
     server_process,
     through_server_ms,
-    verdict,
-    zero_latency_endpoint,
 )
+from bench.harness.percentile import percentile
+from bench.harness.verdict import verdict
 from lsp_server.backends.base import Backend, ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
@@ -82,6 +82,7 @@ from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEditService
 
+TEXT = "compute(a, b)\n"  # what the model endpoint answers
 LINES = 400
 ADDED_P50_TARGET_MS = 1.0
 PREPARED_WITHIN_S = 0.005  # in process, with no pause: long enough for the preparation
@@ -189,7 +190,7 @@ def endpoint_cores(placement: str) -> set[int] | None:
 async def measure(
     requests: int, workdir: Path, method: Method, model_cores: set[int] | None
 ) -> Run:
-    with zero_latency_endpoint(model_cores) as base_url:
+    with zero_latency_endpoint(TEXT, model_cores) as base_url:
         inception_url = base_url.removesuffix("/v1") + "/inception/v1"
         config_path = workdir / "config.toml"
         config_path.write_text(config_text(inception_url), encoding="utf-8")
@@ -370,11 +371,11 @@ def main() -> None:
     print(f"\n{args.requests} rounds against a zero-latency endpoint, interleaved (ms)\n")
     print(f"{'':<44}{'p50':>9}{'p90':>9}{'p99':>9}")
     for label, values in samples.items():
-        print(f"{ROWS[label]:<44}" + "".join(f"{quantile(values, q):>9.2f}" for q in QUANTILES))
+        print(f"{ROWS[label]:<44}" + "".join(f"{percentile(values, q):>9.2f}" for q in QUANTILES))
 
     def over(kind: str, upper: str, lower: str) -> list[float]:
         return [
-            quantile(samples[f"{kind} {upper}"], q) - quantile(samples[f"{kind} {lower}"], q)
+            percentile(samples[f"{kind} {upper}"], q) - percentile(samples[f"{kind} {lower}"], q)
             for q in QUANTILES
         ]
 
@@ -406,7 +407,7 @@ def main() -> None:
     print("\nthe core's own CPU per request, in process, the model answering at once (ms)\n")
     print(f"{'':<44}{'p50':>9}{'p90':>9}{'p99':>9}")
     for kind, values in cpu.items():
-        print(f"{kind:<44}" + "".join(f"{quantile(values, q):>9.3f}" for q in QUANTILES))
+        print(f"{kind:<44}" + "".join(f"{percentile(values, q):>9.3f}" for q in QUANTILES))
 
 
 if __name__ == "__main__":
