@@ -1,7 +1,7 @@
 """Where `bench_team`'s added latency goes, request by request (`bench_team --trace`).
 
 The scripted model notes for each request when it arrived, when its body was read, when its
-last piece went out and whether it came on a new connection (`team_upstream.Trace`); each
+last piece went out and whether it came on a new connection (`team_upstream.trace_writer`); each
 gateway, run under `bench.probed_gateway`, notes how late its event loop woke and its
 collector's passes. Every process reads the same monotonic clock, so a request's time splits
 into the way in (the client's start to the model's arrival), the model's own part and the way
