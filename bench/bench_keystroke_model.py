@@ -46,6 +46,7 @@ from lsp_server.backends.model_presets import PRESETS, ModelPreset
 from lsp_server.config.model import LocalConfig
 from lsp_server.suggest.prompt import build_completion_request
 from tests.support.busy_machine import one_core_busy
+from tests.support.permits import permit_for
 
 # The keystroke is measured whole: no prompt is cut to a deadline and none ends one.
 NO_DEADLINE_MS = 600_000
@@ -78,7 +79,7 @@ async def suggestion(
     parts: list[str] = []
     first: float | None = None
     start = time.perf_counter()
-    async for text in backend.complete(request, usage):
+    async for text in backend.complete(request, usage, permit=permit_for(backend)):
         if first is None and text:
             first = time.perf_counter() - start
         parts.append(text)

@@ -38,6 +38,7 @@ from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.loading import open_model
 from lsp_server.config import model as config_module
 from lsp_server.config.model import LocalConfig
+from tests.support.permits import permit_for
 
 THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
 # A real source file as the document being edited; cut so the prompt is a few hundred tokens.
@@ -52,7 +53,7 @@ async def backend_tokens_per_s(backend: LocalBackend, max_tokens: int) -> float:
     usage = Usage()
     request = CompletionRequest(prefix=THROUGHPUT_PROMPT, suffix="", max_tokens=max_tokens)
     start = time.perf_counter()
-    async for _ in backend.complete(request, usage):
+    async for _ in backend.complete(request, usage, permit=permit_for(backend)):
         pass
     return usage.completion_tokens / (time.perf_counter() - start)
 
@@ -68,7 +69,7 @@ def raw_tokens_per_s(llm: Any, max_tokens: int) -> float:
 async def time_to_first_token(backend: LocalBackend, prefix: str) -> float:
     request = CompletionRequest(prefix=prefix, suffix="", max_tokens=8)
     start = time.perf_counter()
-    stream = backend.complete(request)
+    stream = backend.complete(request, permit=permit_for(backend))
     try:
         async for _ in stream:
             return time.perf_counter() - start
@@ -100,7 +101,7 @@ async def suggestion_s(backend: LocalBackend, prefix: str) -> float:
     """Time for one whole 24-token suggestion, as a keystroke asks for it."""
     request = CompletionRequest(prefix=prefix, suffix="\n", max_tokens=24)
     start = time.perf_counter()
-    async for _ in backend.complete(request):
+    async for _ in backend.complete(request, permit=permit_for(backend)):
         pass
     return time.perf_counter() - start
 
@@ -212,7 +213,7 @@ async def keystroke_s(
         single_line=single_line,
     )
     start = time.perf_counter()
-    async for _ in backend.complete(request):
+    async for _ in backend.complete(request, permit=permit_for(backend)):
         pass
     return time.perf_counter() - start
 

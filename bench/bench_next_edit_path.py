@@ -81,6 +81,8 @@ from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEditService
+from lsp_server.permit import Permit
+from tests.support.permits import permit_for
 
 TEXT = "compute(a, b)\n"  # what the model endpoint answers
 LINES = 400
@@ -125,7 +127,8 @@ async def edit_through_server_ms(
 
 async def edit_direct_ms(backend: OpenAICompatibleBackend, request: EditRequest) -> float:
     started = time.perf_counter()
-    parts = [chunk async for chunk in backend.edit(edit_call(request, backend.config))]
+    answer = backend.edit(edit_call(request, backend.config), permit=permit_for(backend))
+    parts = [chunk async for chunk in answer]
     elapsed = (time.perf_counter() - started) * 1000
     if not parts:
         raise RuntimeError("the endpoint answered nothing")
@@ -275,14 +278,18 @@ class InstantBackend(Backend):
         self.config = config
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
-    async def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def edit(
+        self, call: EditCall, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
 

@@ -60,8 +60,10 @@ from lsp_server.backends.base import (
 )
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.permit import Permit
 from lsp_server.routing.inline_race import completion_race
 from lsp_server.routing.router import Router
+from tests.support.permits import permit_for
 
 NAMES = ("alpha", "beta", "gamma")
 MEDIANS_MS = (25.0, 45.0, 80.0)
@@ -159,7 +161,8 @@ def endpoint_configs(urls: list[str]) -> tuple[EndpointConfig, ...]:
 
 async def ask_backend(backend: Backend, index: int) -> str | None:
     try:
-        parts = [chunk async for chunk in backend.complete(request_for(index), Usage())]
+        answer = backend.complete(request_for(index), Usage(), permit=permit_for(backend))
+        parts = [chunk async for chunk in answer]
     except BackendError:
         return None
     return backend.name if parts else None
@@ -464,11 +467,13 @@ class Idle(Backend):
         self.name = name
 
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         raise AssertionError("not used")
 
-    def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         raise AssertionError("not used")
 
 

@@ -48,6 +48,7 @@ from lsp_server.backends.base import (
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router
@@ -68,13 +69,15 @@ class Instant(Backend):
         self.failing = False
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         if self.failing:
             raise BackendError(self.name, FailureKind.SERVER, "503")
         yield "return a + b\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "unused"
 
 
