@@ -97,7 +97,6 @@ def responses_body(session: int, turn: int) -> dict[str, Any]:
 
 
 RESPONSES_BODY = responses_body(0, 0)
-CHAT_BODY = parse_responses_body(RESPONSES_BODY).chat
 
 
 @dataclass

@@ -27,17 +27,6 @@ def free_port() -> int:
         return port
 
 
-def wait_until_up(url: str, timeout_s: float = 30.0) -> None:
-    """Poll `url` until it answers with a status below 500."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=1.0, trust_env=False).status_code < 500:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up within {timeout_s:.0f} s")
-
-
 @contextlib.contextmanager
 def process(
     args: list[str],
