@@ -1,6 +1,6 @@
 """What a next-edit prediction is worth: real edit sequences replayed through the real server.
 
-    python bench/bench_next_edit.py [--models gemma-3-270m,qwen2.5-coder-0.5b]
+    python -m bench.bench_next_edit [--models gemma-3-270m,qwen2.5-coder-0.5b]
                                     [--regions 4+8,2+5,8+16] [--history 8] [--limit N]
                                     [--warm 12] [--threads 1] [--no-busy] [--json FILE]
                                     [--rejoin on,off] [--read-ahead on,off]
@@ -56,20 +56,16 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from rapidfuzz import fuzz
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_quality import (
-    _open,
-    _percentile,
-    _utf16_len,
-    _wait_until_loaded,
+from bench.harness.bootstrap import paired_bootstrap
+from bench.harness.editor_session import (
     isolated_env,
     logging_client,
-    paired_bootstrap,
+    open_file,
+    utf16_len,
+    wait_until_loaded,
 )
-from next_edit_set import Step, Task, tasks
-
+from bench.harness.percentile import percentile
+from bench.next_edit_set import Step, Task, chosen_tasks
 from lsp_server.backends.model_presets import DEFAULT_PRESET
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.history import HISTORY_MAX_EDITS
@@ -85,7 +81,6 @@ from tests.support.busy_machine import one_core_busy
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 SHIPPED_REGION = f"{REGION_LINES_BEFORE}+{REGION_LINES_AFTER}"
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
-LAUNCHER = Path(__file__).resolve().parent / "next_edit_server.py"
 BASELINE = " (baseline)"  # the label's end for a condition read from an earlier run
 
 
@@ -177,11 +172,11 @@ def _range_of_lines(lines: list[str], start: int, end: int, new: tuple[str, ...]
     """The range whose replacement by `_replacement_text` makes lines [start, end) `new`."""
     if end < len(lines):
         return types.Range(types.Position(start, 0), types.Position(end, 0))
-    last = types.Position(len(lines) - 1, _utf16_len(lines[-1]))
+    last = types.Position(len(lines) - 1, utf16_len(lines[-1]))
     if new or start == 0:
         return types.Range(types.Position(start, 0), last)
     # Deleting the last lines: the break before them goes too.
-    return types.Range(types.Position(start - 1, _utf16_len(lines[start - 1])), last)
+    return types.Range(types.Position(start - 1, utf16_len(lines[start - 1])), last)
 
 
 def _replacement_text(lines: list[str], start: int, end: int, new: tuple[str, ...]) -> str:
@@ -212,7 +207,7 @@ async def _inline_edit(
 ) -> str:
     """The document after the first edit the server proposes (`text` when none)."""
     line, column = cursor
-    character = _utf16_len(text.split("\n")[line][:column])
+    character = utf16_len(text.split("\n")[line][:column])
     result = await client.protocol.send_request_async(
         COPILOT_INLINE_EDIT,
         {
@@ -250,7 +245,7 @@ def _applied(text: str, edit: Mapping[str, Any]) -> str:
         return before + column
 
     start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
-    return text[:start] + edit["text"] + text[end:]
+    return text[:start] + str(edit["text"]) + text[end:]
 
 
 async def _ask(
@@ -267,7 +262,7 @@ async def _ask(
     path = folder / task.path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(task.opened, encoding="utf-8")
-    _open(client, path, task.opened)
+    open_file(client, path, task.opened)
     text, version = task.opened, 1
     for index, step in enumerate(task.history):
         version += 1
@@ -353,7 +348,8 @@ async def _server(
     )
     await client.start_io(
         sys.executable,
-        str(LAUNCHER),
+        "-m",
+        "bench.next_edit_server",
         *sizes,
         "serve",
         "--config",
@@ -375,7 +371,7 @@ async def _server(
             )
         )
         client.initialized(types.InitializedParams())
-        await _wait_until_loaded(client, workspace)
+        await wait_until_loaded(client, workspace)
         yield client
     finally:
         with contextlib.suppress(RuntimeError):
@@ -392,7 +388,7 @@ def _rate(values: Sequence[bool | float]) -> str:
 
 
 def _ms(values: Sequence[float], q: float) -> str:
-    return f"{_percentile(values, q):.0f}" if values else "-"
+    return f"{percentile(values, q):.0f}" if values else "-"
 
 
 def no_edit_outcomes(chosen: Sequence[Task], condition: Condition) -> list[Outcome]:
@@ -564,19 +560,6 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
                                 )
                             )
     return chosen
-
-
-def chosen_tasks(limit: int) -> list[Task]:
-    """Edit and nothing-to-do tasks interleaved, so `--warm` and `--limit` take both kinds."""
-    every = tasks()
-    edits = [t for t in every if t.kind == "edit"]
-    nones = [t for t in every if t.kind == "none"]
-    if limit:
-        edits, nones = edits[:limit], nones[:limit]
-    mixed: list[Task] = []
-    for index in range(max(len(edits), len(nones))):
-        mixed += edits[index : index + 1] + nones[index : index + 1]
-    return mixed
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.anthropic import AnthropicBackend, stream_error
 from lsp_server.backends.base import (
     BackendError,
@@ -20,7 +21,6 @@ from lsp_server.backends.base import (
 from lsp_server.backends.fim_instruction import CURSOR_MARKER
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.permits import permit_for
 
 KEY_ENV = "GATEWAY_LS_TEST_ANTHROPIC_KEY"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -18,7 +19,6 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.permits import permit_for
 from tests.support.provider_endpoints import KEY, collect, endpoint
 

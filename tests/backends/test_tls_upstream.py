@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trustme
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends import http_common
 from lsp_server.backends.base import (
     BackendError,
@@ -24,7 +25,6 @@ from lsp_server.backends.base import (
 from lsp_server.backends.factory import remote_backend
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.permits import permit_for
 from tests.support.provider_endpoints import collect, endpoint
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.edit_prompts import (
     KEY_ENV,
     REGION,
@@ -21,7 +22,6 @@ from tests.support.edit_prompts import (
     zed_clean,
     zeta_prompt,
 )
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.mercury_upstream import finish_the_rename, user_content
 

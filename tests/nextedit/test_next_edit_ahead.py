@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.ahead import PAUSE_S
 from lsp_server.nextedit.service import NextEdit
 from tests.support.config_text import AWS_KEY_ID
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import open_document
 from tests.support.mercury_session import mercury_session, next_edit, rename_in_signature
 from tests.support.mercury_upstream import finish_the_rename, user_content

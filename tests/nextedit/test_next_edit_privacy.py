@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.service import NextEdit
 from tests.support.config_text import AWS_KEY_ID
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.mercury_upstream import finish_the_rename
 from tests.support.next_edit_engine import RENAMED, SOURCE, LocalStandIn, edit_bytes, engine_for
 

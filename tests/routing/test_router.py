@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import (
     CompletionRequest,
 )
@@ -26,7 +27,6 @@ from lsp_server.routing.decision_log import estimate_cost
 from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.inline_choice import InlineChooser
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.stand_in import (
     REQUEST,
     StandIn,

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import FakeLLMServer
 from lsp_server.backends.base import ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.factory import remote_backend
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import load_config_file
 from lsp_server.core.engine import Engine
 from lsp_server.permit import Permit
-from tests.support.fake_llm_server import FakeLLMServer
 
 SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAMED = SOURCE.replace("(value", "(amount")
