@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from lsprotocol import types
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import (
     endpoint_toml,

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import ChatMessage, ChatRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.failures import Refused, RouteFailed
@@ -17,7 +18,6 @@ from lsp_server.permit import GATE_ONLY, Permit, PermitError
 from lsp_server.reasons import Reason
 from lsp_server.routing.gate import Gate, StaysHome
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.stand_in import REQUEST, endpoint, make_config, no_local_model
 
 CHAT = ChatRequest(messages=(ChatMessage("user", "hello"),), max_tokens=8)
