@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends import http_common
+from lsp_server.backends import http_body, http_client, http_failures, sse_stream
 from lsp_server.backends.anthropic_wire import MessagesEvents, finish_reason, messages_body
 from lsp_server.backends.base import (
     Backend,
@@ -48,8 +48,8 @@ class AnthropicBackend(Backend):
     def __init__(self, config: EndpointConfig) -> None:
         self.config = config
         self.name = config.name
-        self._client = http_common.make_client(
-            config.base_url, http_common.endpoint_timeout_s(config)
+        self._client = http_client.make_client(
+            config.base_url, http_client.endpoint_timeout_s(config)
         )
 
     async def complete(
@@ -90,11 +90,11 @@ class AnthropicBackend(Backend):
             async with self._client.stream(
                 "POST",
                 chat_path(self.config).lstrip("/"),
-                **http_common.json_content(messages_body(self.config.model, request), headers),
-                extensions=http_common.setup_timing(usage),
+                **http_client.json_content(messages_body(self.config.model, request), headers),
+                extensions=http_client.setup_timing(usage),
             ) as response:
-                await http_common.raise_for_status(self.name, response)
-                if not http_common.is_event_stream(response):
+                await http_body.raise_for_status(self.name, response)
+                if not sse_stream.is_event_stream(response):
                     content_type = response.headers.get("content-type", "none")
                     raise BackendError(
                         self.name, FailureKind.PROTOCOL, f"not an event stream: {content_type}"
@@ -111,7 +111,7 @@ class AnthropicBackend(Backend):
                 if held_back := stops.flush():
                     yield held_back
         except httpx.HTTPError as exc:
-            raise _without_secret(http_common.transport_error(self.name, exc), key) from None
+            raise _without_secret(http_failures.transport_error(self.name, exc), key) from None
         except BackendError as exc:
             raise _without_secret(exc, key) from None
 
@@ -121,7 +121,7 @@ class AnthropicBackend(Backend):
         if not key:
             return  # the first request reports the missing key
         headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-        await http_common.open_connection(self._client, MODELS_PATH, headers)
+        await http_client.open_connection(self._client, MODELS_PATH, headers)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -142,7 +142,7 @@ class AnthropicBackend(Backend):
         """The text and tool-call pieces of a Messages stream; usage is filled as its events
         arrive."""
         reader = MessagesEvents(self.name)
-        async for event in http_common.sse_events(self.name, response):
+        async for event in sse_stream.sse_events(self.name, response):
             if not event.data.strip():
                 continue
             payload = self._event_payload(event.data)

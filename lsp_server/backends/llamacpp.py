@@ -25,16 +25,11 @@ from typing import Any
 import httpx
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, context_within
-from lsp_server.backends.http_common import (
-    is_event_stream,
-    iter_sse_json,
-    json_content,
-    raise_for_status,
-    read_json,
-    setup_timing,
-    transport_error,
-)
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import json_content, setup_timing
+from lsp_server.backends.http_failures import transport_error
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend, relative
+from lsp_server.backends.sse_stream import is_event_stream, iter_sse_json
 from lsp_server.config.providers import fim_path
 from lsp_server.permit import Permit
 

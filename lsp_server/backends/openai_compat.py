@@ -34,20 +34,18 @@ from lsp_server.backends.base import (
 from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
-from lsp_server.backends.http_common import (
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import (
     EndpointUrls,
     bearer_headers,
     endpoint_timeout_s,
-    is_event_stream,
-    iter_sse_json,
     json_content,
     make_client,
     open_connection,
-    raise_for_status,
-    read_json,
     setup_timing,
-    transport_error,
 )
+from lsp_server.backends.http_failures import transport_error
+from lsp_server.backends.sse_stream import is_event_stream, iter_sse_json
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path

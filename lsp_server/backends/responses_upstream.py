@@ -2,7 +2,7 @@
 
 The gateway passes a Responses request to it as the client sent it, with the endpoint's own
 `model`, and passes its events back one by one: nothing is lost to a translation. Bodies are
-bounded as every upstream's are (`http_common`); failures are `BackendError`s like any
+bounded as every upstream's are (`http_body`, `sse_stream`); failures are `BackendError`s like any
 backend's, so the caller words them as it words a chat's.
 """
 
@@ -15,18 +15,16 @@ from typing import Any
 import httpx
 
 from lsp_server.backends.base import BackendError, Usage
-from lsp_server.backends.http_common import (
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import (
     bearer_headers,
     endpoint_timeout_s,
-    is_event_stream,
     json_content,
     make_client,
-    raise_for_status,
-    read_json,
     setup_timing,
-    sse_events,
-    transport_error,
 )
+from lsp_server.backends.http_failures import transport_error
+from lsp_server.backends.sse_stream import is_event_stream, sse_events
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
 from lsp_server.permit import Permit

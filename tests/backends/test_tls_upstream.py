@@ -14,7 +14,7 @@ import pytest
 import trustme
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
-from lsp_server.backends import http_common
+from lsp_server.backends import http_client
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -62,10 +62,10 @@ def trusted(
     bundle = tmp_path / "authority.pem"
     authority.cert_pem.write_to_path(str(bundle))
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    http_common._ssl_context.cache_clear()  # the context is loaded once per process
+    http_client._ssl_context.cache_clear()  # the context is loaded once per process
     yield
     monkeypatch.undo()
-    http_common._ssl_context.cache_clear()
+    http_client._ssl_context.cache_clear()
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
@@ -97,7 +97,7 @@ def test_a_certificate_from_an_authority_not_trusted_is_refused_in_words(
     server: FakeLLMServer, loop: str
 ) -> None:
     """The machine's own authorities (certifi's) do not include the test's."""
-    http_common._ssl_context.cache_clear()
+    http_client._ssl_context.cache_clear()
     message = refused(server, loop)
     assert "TLS certificate was refused" in message
     assert "unable to get local issuer certificate" in message
