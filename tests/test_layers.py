@@ -119,6 +119,10 @@ FRONT_DOOR_EXCEPTIONS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         frozenset({"is_zeta_prompt", "parse_zeta_prompt", "zeta_answer"}),
         "Zeta's prompt and answer are Zed's wire format too: read and written with that code",
     ),
+    ("gateway", "lsp_server.nextedit.zeta2_format"): (
+        frozenset({"is_zeta2_prompt", "parse_zeta2_prompt", "zeta2_answer"}),
+        "Zeta 2's prompt and answer are Zed's wire format too: read and written with that code",
+    ),
     ("lsp", "lsp_server.backends.factory"): (
         frozenset({"preparing_remote_backends"}),
         "start-up: the HTTP stack is imported on its own thread once `initialize` is answered, "

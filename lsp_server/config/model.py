@@ -19,9 +19,10 @@ EndpointKind = Literal[
 # "inline": keystroke-level suggestions; "edit": next-edit predictions; "refactor": rewrites by
 # a reasoning model; "agent": chat with tools from the gateway (coding agents).
 Role = Literal["inline", "edit", "refactor", "agent"]
-# How a next-edit prediction is asked: Mercury's edit API, the prompts of the open Zeta and
-# Sweep models on a raw completions API, or an instruction on any chat API. Empty: the kind's.
-EditFormat = Literal["", "mercury", "zeta", "sweep", "chat"]
+# How a next-edit prediction is asked: Mercury's edit API, the prompts of the open Zeta (its
+# first form, or Zeta 2's) and Sweep models on a raw completions API, or an instruction on any
+# chat API. Empty: the kind's.
+EditFormat = Literal["", "mercury", "zeta", "zeta2", "sweep", "chat"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
