@@ -29,6 +29,7 @@ _HARMLESS: frozenset[tuple[str, str]] = frozenset(
         ("routing", "hedge_after_ms"),
         ("routing", "refactor_deadline_ms"),
         ("routing", "max_hedge_ratio"),
+        ("routing", "edit_eagerness"),
         ("local", "n_threads"),
         ("local", "max_tokens"),
         ("local", "enabled"),

@@ -23,6 +23,10 @@ Role = Literal["inline", "edit", "refactor", "agent"]
 # first form, or Zeta 2's) and Sweep models on a raw completions API, or an instruction on any
 # chat API. Empty: the kind's.
 EditFormat = Literal["", "mercury", "zeta", "zeta2", "sweep", "chat"]
+# How readily a predicted next edit is shown (`nextedit/edit_filter.py`): "high" drops only
+# whitespace-only edits and ones dismissed there a moment ago; "medium" also edits that undo
+# the last edit or rewrite what is being typed; "low" also edits far from the cursor or large.
+EditEagerness = Literal["low", "medium", "high"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
@@ -79,6 +83,7 @@ class RoutingConfig:
     refactor_deadline_ms: int = 120_000
     # Budget of one next-edit prediction from remote endpoints (the local model has its own).
     edit_deadline_ms: int = 800
+    edit_eagerness: EditEagerness = "medium"
     offline: OfflineMode = "auto"
     sensitive_globs: tuple[str, ...] = DEFAULT_SENSITIVE_GLOBS
     redact_secrets: bool = True

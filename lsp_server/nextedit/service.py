@@ -20,8 +20,10 @@ from lsp_server.config.model import EndpointConfig
 from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.nextedit.ahead import PAUSE_S, Ahead, Prepared
+from lsp_server.nextedit.edit_filter import EditFilter
 from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
 from lsp_server.nextedit.history import EditHistory
+from lsp_server.nextedit.kept_rate import KEPT_WINDOW_S, KeptRate
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
 from lsp_server.nextedit.region import context_window, editable_region
 from lsp_server.nextedit.request import EditRequest
@@ -62,6 +64,7 @@ class NextEdit:
     # Pieces of context (other documents' edits, snippets) left out because they were
     # sensitive or held a secret: a count, never their content.
     withheld: int = 0
+    replaced: str = ""  # the text `hull` replaces
 
 
 class NextEditService:
@@ -72,13 +75,18 @@ class NextEditService:
         context: ContextStore | None = None,
         *,
         prepare_after_s: float = PAUSE_S,
+        kept_window_s: float = KEPT_WINDOW_S,
     ) -> None:
-        """`prepare_after_s`: the pause in typing after which a request is prepared."""
+        """`prepare_after_s`: the pause in typing after which a request is prepared;
+        `kept_window_s`: how long after an acceptance the kept rate is measured."""
         self.router = router
         self.privacy = privacy
         self.context = context
         self.history = EditHistory()
-        self._shown: OrderedDict[str, str] = OrderedDict()  # id -> endpoint, awaiting an outcome
+        self.filter = EditFilter()
+        self.kept = KeptRate(self.history, router.edit_outcomes, window_s=kept_window_s)
+        # id -> (uri, edit), awaiting an outcome
+        self._shown: OrderedDict[str, tuple[str, NextEdit]] = OrderedDict()
         self._last_shown: dict[str, str] = {}  # uri -> id of the edit last shown there
         self._ahead = Ahead(self._prepared, pause_s=prepare_after_s)
         self._events = 0  # document events seen: each changes the history a prompt carries
@@ -240,7 +248,7 @@ class NextEditService:
         unavailable = None
         if routed.endpoint is None and not routed.timed_out:
             unavailable = self.router.answerers("edit", stay_local).unavailable("edit")
-        return NextEdit(
+        edit = NextEdit(
             id=str(next(_ids)),
             edits=tuple(edits),
             region=request.region,
@@ -257,6 +265,17 @@ class NextEditService:
             tokens=routed.tokens,
             withheld=withheld,
         )
+        return self._screened(request, edit)
+
+    def _screened(self, request: EditRequest, edit: NextEdit) -> NextEdit:
+        """The edit as it may be shown: dropped when the filter says it is not worth it."""
+        if edit.hull is None:
+            return edit
+        eagerness = self.router.config.routing.edit_eagerness
+        why = self.filter.verdict(request, edit.edits, eagerness)
+        if why is not None:
+            return replace(edit, edits=(), new_region=None, hull=None, dropped=why)
+        return replace(edit, replaced=request.text[edit.hull.start : edit.hull.end])
 
     # -- what became of an edit -------------------------------------------------------------
 
@@ -264,36 +283,42 @@ class NextEditService:
         """An edit went to a client, which may show it."""
         if edit.endpoint is None or not edit.edits:
             return
-        self._shown[edit.id] = edit.endpoint
+        self._shown[edit.id] = (uri, edit)
         self._shown.move_to_end(edit.id)
         while len(self._shown) > MAX_PENDING_OUTCOMES:
             self._shown.popitem(last=False)
         self._last_shown[uri] = edit.id
 
     def shown(self, edit_id: str) -> None:
-        endpoint = self._shown.get(edit_id)
-        if endpoint is not None:
-            self.router.edit_outcomes.shown[endpoint] += 1
+        shown = self._shown.get(edit_id)
+        if shown is not None and shown[1].endpoint is not None:
+            self.router.edit_outcomes.shown[shown[1].endpoint] += 1
 
     def accepted(self, edit_id: str) -> bool:
-        endpoint = self._shown.pop(edit_id, None)
-        if endpoint is None:
+        """Counted, and the kept rate measured once its window is over."""
+        uri, edit = self._shown.pop(edit_id, (None, None))
+        if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.accepted[endpoint] += 1
+        self.router.edit_outcomes.accepted[edit.endpoint] += 1
+        self.kept.accepted(edit.endpoint, uri, edit.hull.start, edit.replaced, edit.hull.text)
         return True
 
-    def dismissed(self, edit_id: str) -> bool:
-        endpoint = self._shown.pop(edit_id, None)
-        if endpoint is None:
+    def dismissed(self, edit_id: str, *, passed_over: bool = False) -> bool:
+        """Counted; dismissed by the user (not `passed_over`), not shown again at the same
+        place for a while."""
+        uri, edit = self._shown.pop(edit_id, (None, None))
+        if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.dismissed[endpoint] += 1
+        self.router.edit_outcomes.dismissed[edit.endpoint] += 1
+        if not passed_over:
+            self.filter.dismissed(uri, edit.replaced, edit.hull.text)
         return True
 
     def _dismiss_unanswered(self, uri: str) -> None:
         """A new request where an edit was shown and not accepted: it was passed over."""
         previous = self._last_shown.pop(uri, None)
         if previous is not None:
-            self.dismissed(previous)
+            self.dismissed(previous, passed_over=True)
 
     # -- privacy ------------------------------------------------------------------------------
 
