@@ -4,7 +4,7 @@
                                     [--regions 4+8,2+5,8+16] [--history 8] [--limit N]
                                     [--warm 12] [--threads 1] [--no-busy] [--json FILE]
                                     [--rejoin on,off] [--read-ahead on,off]
-                                    [--editor-pause-ms 400]
+                                    [--eagerness low,medium,high] [--editor-pause-ms 400]
 
 The tasks (bench/next_edit_set.py) are commits of public Python projects that change one file
 in a few small hunks: the earlier hunks are the history, the last is the edit to predict; a
@@ -19,7 +19,9 @@ tasks the same request again (warm: the prompt is in the model's KV cache). With
 `--editor-pause-ms P` each change is followed by a pause of P and a request, as an editor that
 asks after each pause in typing does, and the last request is the one timed and scored.
 `--rejoin off` has the local model write its rewritten region out whole; `--read-ahead off`
-keeps it from reading a prepared prompt while typing pauses.
+keeps it from reading a prepared prompt while typing pauses; `--eagerness` sets
+`routing.edit_eagerness`, how much the filter between the model and the screen drops
+(`nextedit/edit_filter.py`).
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
@@ -67,7 +69,7 @@ from bench.harness.editor_session import (
 from bench.harness.percentile import percentile
 from bench.next_edit_set import Step, Task, chosen_tasks
 from lsp_server.backends.model_presets import DEFAULT_PRESET
-from lsp_server.config.model import LocalConfig
+from lsp_server.config.model import LocalConfig, RoutingConfig
 from lsp_server.nextedit.history import HISTORY_MAX_EDITS
 from lsp_server.nextedit.prompts import LOCAL_REJOIN
 from lsp_server.nextedit.region import (
@@ -81,6 +83,7 @@ from tests.support.busy_machine import one_core_busy
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 SHIPPED_REGION = f"{REGION_LINES_BEFORE}+{REGION_LINES_AFTER}"
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
+SHIPPED_EAGERNESS = RoutingConfig().edit_eagerness
 BASELINE = " (baseline)"  # the label's end for a condition read from an earlier run
 
 
@@ -93,13 +96,17 @@ class Condition:
     context: int = LOCAL_CONTEXT_LINES  # lines of the file shown either side of the region
     rejoin: bool = LOCAL_REJOIN  # the local model ends a region once it copies the rest
     read_ahead: bool = True  # offline, the local model reads the prompt while typing pauses
+    eagerness: str = SHIPPED_EAGERNESS  # routing.edit_eagerness
 
     @property
     def label(self) -> str:
         shown = "" if self.context == LOCAL_CONTEXT_LINES else f" c{self.context}"
         whole = "" if self.rejoin else " whole"
         ahead = "" if self.read_ahead else " not-ahead"
-        return f"{self.model} r{self.before}+{self.after} h{self.history}{shown}{whole}{ahead}"
+        eager = "" if self.eagerness == SHIPPED_EAGERNESS else f" {self.eagerness}"
+        return (
+            f"{self.model} r{self.before}+{self.after} h{self.history}{shown}{whole}{ahead}{eager}"
+        )
 
 
 @dataclass(slots=True)
@@ -292,7 +299,7 @@ async def _ask(
 
 def config_text(condition: Condition, args: argparse.Namespace) -> str:
     return (
-        '[routing]\noffline = "always"\n'
+        f'[routing]\noffline = "always"\nedit_eagerness = "{condition.eagerness}"\n'
         f'[local]\nmodel = "{condition.model}"\nn_threads = {args.threads}\n'
         f"deadline_ms = {args.answer_deadline_ms}\n"
     )
@@ -514,6 +521,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="comma-separated: on, the local model reads a prepared prompt while typing "
         "pauses (with --editor-pause-ms); off, it reads it when asked",
     )
+    parser.add_argument(
+        "--eagerness",
+        default=SHIPPED_EAGERNESS,
+        help="comma-separated routing.edit_eagerness levels: low, medium, high",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N edit and none tasks")
     parser.add_argument("--warm", type=int, default=12, help="ask the first N tasks twice")
     parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
@@ -548,7 +560,7 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
                 for context in args.context.split(","):
                     for rejoin in args.rejoin.split(","):
                         for ahead in args.read_ahead.split(","):
-                            chosen.append(
+                            chosen += [
                                 Condition(
                                     model.strip(),
                                     int(before),
@@ -557,8 +569,10 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
                                     int(context),
                                     rejoin.strip() == "on",
                                     ahead.strip() == "on",
+                                    eagerness.strip(),
                                 )
-                            )
+                                for eagerness in args.eagerness.split(",")
+                            ]
     return chosen
 
 
