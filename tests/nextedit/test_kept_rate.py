@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from lsp_server.cli.stats import format_edit_traffic
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.history import EditHistory
 from lsp_server.nextedit.kept_rate import MAX_DIRTY_CHARS, kept_chars
 from lsp_server.nextedit.service import NextEditService
+from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.text_edits import apply_edits
 from tests.support.mercury_upstream import finish_the_rename
 from tests.support.next_edit_engine import RENAMED, SOURCE, LocalStandIn, engine_for
@@ -45,6 +47,18 @@ def test_a_tracked_span_moves_with_edits_before_it_and_grows_with_edits_in_it() 
     assert (span.start, span.end) == (7, 11)
     history.closed("u")
     assert span.lost
+
+
+@pytest.mark.unit
+def test_gateway_ls_stats_shows_the_kept_rate_beside_acceptance() -> None:
+    outcomes = EditOutcomes()
+    outcomes.shown["m"] += 4
+    outcomes.accepted["m"] += 2
+    outcomes.kept("m", 30, 40)
+    table = format_edit_traffic({"endpoints": [{"name": "m", "edit": outcomes.status("m")}]})
+    _, header, _, row = table.splitlines()
+    assert header.split()[-2:] == ["dismissed", "kept"]
+    assert row.split()[-3:] == ["0.5", "0.0", "0.8"]  # the table's one decimal
 
 
 async def accepted_then(
