@@ -28,6 +28,7 @@ from tests.support.edit_prompts import (
     zeta_prompt,
 )
 from tests.support.gateway_process import Gateway, running_gateway
+from tests.support.mercury_upstream import REGION as REGION_IN_PROMPT
 from tests.support.mercury_upstream import finish_the_rename, user_content
 
 # Continue's system prompt opens so (core/nextEdit/constants.ts, MERCURY_SYSTEM_PROMPT); the
@@ -216,3 +217,31 @@ def test_zeta2_with_nothing_to_change_leaves_the_region_as_it_was(
     assert response.status_code == 200, response.text
     text = response.json()["choices"][0]["text"]
     assert zed_zeta2.zed_region_after(parse(text, region)) == region
+
+
+def test_a_whitespace_only_answer_is_filtered_out_for_zed_too(tmp_path: Path) -> None:
+    """The filter between the model and the screen stands on the gateway's path as well."""
+
+    def respaced(body: dict[str, object]) -> str:
+        region = REGION_IN_PROMPT.search(user_content(body))
+        assert region is not None
+        return (
+            "```python\n"
+            + region["region"].replace("<|cursor|>", "").replace(" * ", "  *  ")
+            + "\n```"
+        )
+
+    write, stop, parse, region = ZETA2_FORMS["zeta2"]
+    with FakeLLMServer(Behaviour(text=respaced)) as spacey:
+        config = (
+            '[routing]\nedit_deadline_ms = 5000\nedit_eagerness = "high"\n'
+            "[local]\nenabled = false\n"
+            '[[endpoints]]\nname = "mercury"\nkind = "inception"\n'
+            f'base_url = "{spacey.provider_base_url("inception")}"\n'
+            'model = "mercury-edit-2"\nroles = ["edit"]\n'
+        )
+        with running_gateway(tmp_path, config, env=KEY_ENV) as gw:
+            body = zed_zeta2.request_body(write(zeta2_input(region)), "zeta2", 64, stop)
+            response = httpx.post(f"{gw.base_url}/completions", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    assert parse(response.json()["choices"][0]["text"], region) == region
