@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -88,12 +87,6 @@ def cases(draw: st.DrawFn) -> Case:
         secret=draw(st.sampled_from(PLACES[route])),
         sample=draw(st.sampled_from(SECRETS)),
     )
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer(Behaviour(text="    return total\n")) as server:
-        yield server
 
 
 def _engine(tmp: Path, upstream: FakeLLMServer, case: Case) -> Engine:
@@ -199,16 +192,18 @@ async def _through_the_gateway(
 )
 @given(case=cases())
 async def test_one_gate_decides_on_every_route(
-    case: Case, upstream: FakeLLMServer, tmp_path_factory: pytest.TempPathFactory
+    case: Case, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    """Each example has an upstream of its own: a warm-up connection of the one before, still
+    on its way, is not counted against it."""
     tmp = tmp_path_factory.mktemp("gate")
     marker = f"gate_marker_{next(_markers)}"
-    upstream.reset()
-    engine = _engine(tmp, upstream, case)
-    try:
-        await _ask(engine, case, tmp, marker)
-    finally:
-        await engine.aclose()
+    with FakeLLMServer(Behaviour(text="    return total\n")) as upstream:
+        engine = _engine(tmp, upstream, case)
+        try:
+            await _ask(engine, case, tmp, marker)
+        finally:
+            await engine.aclose()
     received = upstream.received_text()
     secret_lines = [line.strip() for line in case.sample.text.splitlines() if line.strip()]
     if case.mode == "always":
