@@ -111,12 +111,12 @@ def create_app(
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],
         middleware=[
+            Middleware(Metering),  # outermost: its clock starts first, a refusal is timed too
             Middleware(
                 BearerAuth,
                 clients=clients,
                 public_metrics=lambda: engine.config.gateway.metrics_public,
             ),
-            Middleware(Metering),
         ],
         exception_handlers={
             GatewayError: on_gateway_error,
@@ -328,6 +328,7 @@ def _completion_answer(
             REASON_HEADER: suggestion.reason.value,
             USAGE_HEADER: counted,
         },
+        latency_ms=suggestion.latency_ms,
     )
 
 
@@ -339,6 +340,7 @@ class _CompletionAnswer:
     finish_reason: str
     usage: dict[str, int]
     headers: dict[str, str]
+    latency_ms: float  # the core's routed call
 
     def charge(self, meter: Meter) -> None:
         meter.answered(
@@ -347,6 +349,7 @@ class _CompletionAnswer:
             self.usage["completion_tokens"],
             reported=self.headers[USAGE_HEADER] == "upstream",
             text_chars=len(self.text),
+            upstream_ms=self.latency_ms,
         )
 
 

@@ -121,6 +121,7 @@ def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
         usage["completion_tokens"],
         reported=counted == "upstream",
         text_chars=len(routed.text) + sum(len(c.arguments) for c in routed.tool_calls),
+        upstream_ms=routed.latency_ms,
     )
 
 
