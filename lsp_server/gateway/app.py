@@ -182,6 +182,7 @@ class _Gateway:
             task_class="inline",
             prompt_chars=len(completion.prefix) + len(completion.suffix),
             max_tokens=completion.max_tokens,
+            model=pinned or "",
         )
         if body.stream:
             return await self._completion_stream(request, body, completion, origin, pinned, meter)

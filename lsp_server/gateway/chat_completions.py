@@ -135,6 +135,7 @@ async def admit_chat(
         task_class=task_class(body.model),
         prompt_chars=prompt_chars(chat),
         max_tokens=body.max_tokens,
+        model=body.model,
     )
 
 

@@ -174,13 +174,15 @@ class Admit:
         task_class: str,
         prompt_chars: int,
         max_tokens: int | None,
+        model: str = "",
     ) -> Meter:
         """Admit the request for `client` (the name the bearer check gave it, empty when the
         gateway asks for no token), or raise the 429 (or 503) that says why not.
 
         `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
+        `model`: what the client named, which bounds who may answer and so the price reserved.
         """
-        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class)
+        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class, model)
         admission = await self.engine.limits.admit(demand)
         state = request.scope.setdefault("state", {})
         clock = state.get(CLOCK_KEY)

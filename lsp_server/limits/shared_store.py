@@ -167,6 +167,8 @@ class SharedStore:
         self._stopping = False
         self._first_beat = asyncio.Event()  # set once the heartbeat has tried Redis
         self.observe: LatencyObserver = lambda _call, _seconds: None
+        # Told each time budgets' settlements reached Redis (admissions waiting may fit now).
+        self.on_settled: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if self._task is None:
@@ -270,6 +272,16 @@ class SharedStore:
         entries.append([text for pair in entry.items() for text in pair])
         self._start_sending()
 
+    def settling(self, ask: Ask) -> bool:
+        """Whether this gateway holds a reservation on `ask`'s budget, or owes it money, that
+        Redis has not settled yet: an admission it refused may fit once that is sent."""
+        key = _budget_key(ask)
+        if key in self._debts.money:
+            return True
+        if self._unanswered is not None and key in self._unanswered[1].money:
+            return True
+        return any(_budget_key(held) == key for held in self._held.values())
+
     def owed(self) -> int:
         """Settlements and ledger entries not yet in Redis."""
         waiting = [self._debts] if self._unanswered is None else [self._debts, self._unanswered[1]]
@@ -321,6 +333,8 @@ class SharedStore:
                     continue
                 for (key, money), total in zip(debts.money.items(), reply[1:], strict=True):
                     self._saw(key, int(total), money.ttl_s)
+                if debts.money:
+                    self.on_settled()
 
     def _settle_call(self, number: int, debts: _Debts) -> Any:
         keys = [EPOCH_KEY, LEDGER_KEY, f"{PREFIX}settled:{self.gateway_id}", *debts.money]

@@ -10,14 +10,15 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.gateway.test_team_limits import ROUTING, scrape, value
 from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
+from tests.support.metrics_scrape import scrape, value
 from tests.support.team_ledger import TOKENS, auth
 
 UPSTREAM_S = 1.5  # before the upstream's headers; its stream then takes as long again
 HEADER = "x-gateway-ls-overhead-ms"
+ROUTING = "[local]\nenabled = false\n"
 
 
 @pytest.fixture(scope="module")
