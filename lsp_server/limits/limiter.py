@@ -184,6 +184,8 @@ class Limiter:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
+            if self._shared is not None:
+                self._shared.send_now()  # what gives back waits no longer for company
             await asyncio.wait((self._next_settlement(),), timeout=left)
             admission = await self._admit(config, ask, demand, end)
         return admission
