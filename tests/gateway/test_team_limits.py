@@ -155,28 +155,29 @@ ANSWER_MICROS = (50 + 5) * 10
 def test_a_burst_against_a_budget_that_fits_ten_answers_admits_eight_to_ten(
     two_gateways: tuple[Gateway, Gateway], redis_server: RedisServer, upstream: FakeLLMServer
 ) -> None:
-    """Reservations at the answering endpoint's price, the prompt as the upstream counts it,
-    and admissions that wait for the burst's first answers to settle: most of the budget is
-    used, none beyond it."""
+    """Reservations at the answering endpoint's price and the prompt as the upstream counts it
+    (each gateway has seen one answer of that endpoint before): most of the budget is used,
+    none beyond it. (An admission that waits for others to settle: `tests/limits`.)"""
     assert len(BURST_PROMPT) == 200
-    # Slow enough that the whole burst arrives while the first answers are in flight.
-    upstream.behaviour = Behaviour(text="Hello there, friend.", latency_s=1.0)
     gateways = two_gateways
 
-    def ask(i: int) -> httpx.Response:
+    def ask(i: int, client: str = "BOB_TOKEN") -> httpx.Response:
         body = {"model": "auto", "messages": [{"role": "user", "content": BURST_PROMPT}]}
         return httpx.post(
             f"{gateways[i % 2].base_url}/chat/completions",
             json={**body, "max_tokens": 5},
-            headers=auth("BOB_TOKEN"),
+            headers=auth(client),
             timeout=30,
         )
 
+    assert [ask(i, "ALICE_TOKEN").status_code for i in range(2)] == [200, 200]
+    # Slow enough that the whole burst arrives while the first answers are in flight.
+    upstream.behaviour = Behaviour(text="Hello there, friend.", latency_s=1.0)
     with concurrent.futures.ThreadPoolExecutor(max_workers=40) as pool:
         answers = list(pool.map(ask, range(40)))
     admitted = [a for a in answers if a.status_code == 200]
     refused = [a for a in answers if a.status_code == 429]
-    assert len(admitted) + len(refused) == 40
+    assert len(admitted) + len(refused) == 40, [a.text for a in answers if a not in refused]
     assert all(a.json()["error"]["code"] == "insufficient_quota" for a in refused)
     assert 8 <= len(admitted) <= 10
     entries = settled(redis_server.url, "BOB_TOKEN", len(admitted))
