@@ -4,7 +4,10 @@ As LiteLLM's `x-litellm-overhead-duration-ms` counts it: the request's whole tim
 gateway less the upstream's. That is the time before the upstream was asked (reading, privacy,
 admission, routing) plus the time between the upstream's last byte and the client's end
 (cleaning, writing, settling). The clock starts when the request reaches the gateway's app;
-what the HTTP server did before is not seen, as it is not by LiteLLM.
+what the HTTP server did before is not seen, as it is not by LiteLLM. The upstream's time is the
+core's routed call, from its start to the answer's last event (`latency_ms`), or from the first
+ask to the answer's end where the route reports no such time: the HTTP client's own work on the
+upstream's bytes is in it, as it is in LiteLLM's call time.
 
 A header goes before the body, so it can only hold what is known by then:
 
