@@ -5,7 +5,8 @@ wraps: each read and each write opens a cancel scope, a read either switches the
 reading on and off again (two system calls) or yields to the event loop once, and each reuse of
 a pooled connection asks anyio's typed attributes for its socket. A streamed agent turn makes
 a dozen such calls. Here a read of data already received returns at once from a
-`StreamReader`, a write goes to the `StreamWriter`, timeouts are asyncio's, and failures become
+`StreamReader`, a write goes to the `StreamWriter` (and waits, under its timeout, only for what
+the socket did not take at once), timeouts are asyncio's, and failures become
 httpcore's exceptions as its own backends map them. TLS is the event loop's (`start_tls`). A
 name's addresses are tried one after the other, as httpx's own synchronous client tries them
 (uvloop's event loop, which the servers run on, has no happy eyeballs).
@@ -51,8 +52,10 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             # a pooled connection's request again for (a keep-alive connection the server closed).
             raise httpcore.WriteError("the connection is closed")
         try:
+            self._writer.write(buffer)
+            if not self._writer.transport.get_write_buffer_size():
+                return  # all of it went to the socket at once: nothing to wait for, no timer
             async with _within(timeout):
-                self._writer.write(buffer)
                 await self._writer.drain()
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(exc) from exc

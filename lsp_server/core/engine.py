@@ -16,7 +16,7 @@ import random
 from lsp_server.backends.factory import ProgressCallback, local_backend_factory, remote_backend
 from lsp_server.chat.pass_through import PassThrough
 from lsp_server.chat.service import ChatService
-from lsp_server.config.model import Config
+from lsp_server.config.model import Config, EndpointConfig
 from lsp_server.context.store import ContextStore
 from lsp_server.limits.limiter import Limiter
 from lsp_server.nextedit.service import NextEditService
@@ -61,7 +61,7 @@ class Engine:
         self.pass_through = PassThrough(self.chats)
         self.next_edits = NextEditService(self.router, self.privacy, self.context)
         # Gateway clients' limits; counted in this process until the gateway shares them.
-        self.limits = Limiter(lambda: self.router.config)
+        self.limits = Limiter(lambda: self.router.config, self._may_answer)
 
     @classmethod
     def for_process(
@@ -70,6 +70,21 @@ class Engine:
         """The engine of a running command: real backends, statistics kept in the user's
         state dir between runs."""
         return cls(config, on_model_progress=on_model_progress, stats_file=StatsFile())
+
+    def _may_answer(self, task_class: str, model: str) -> list[EndpointConfig]:
+        """The remote endpoints a gateway request of `task_class` naming `model` may be asked
+        of: a keystroke's or a next edit's, those of that role (or the endpoint of that role it
+        names); a chat's, those its route plans for the model."""
+        pool = self.router.pool
+        if task_class in ("inline", "edit"):
+            named = pool.get(model)
+            if named is not None and not named.is_local and task_class in named.roles:
+                chosen = [named]
+            else:
+                chosen = [e for e in pool.all() if not e.is_local and task_class in e.roles]
+        else:
+            chosen = self.router.chats.may_answer(model)
+        return [e.config for e in chosen if e.config is not None]
 
     @property
     def config(self) -> Config:

@@ -112,12 +112,12 @@ def create_app(
             Route("/healthz", gateway.healthz, methods=["GET"]),
         ],
         middleware=[
+            Middleware(Metering),  # outermost: its clock starts first, a refusal is timed too
             Middleware(
                 BearerAuth,
                 clients=clients,
                 public_metrics=lambda: engine.config.gateway.metrics_public,
             ),
-            Middleware(Metering),
         ],
         exception_handlers={
             GatewayError: on_gateway_error,
@@ -186,6 +186,7 @@ class _Gateway:
             task_class="inline",
             prompt_chars=len(completion.prefix) + len(completion.suffix),
             max_tokens=completion.max_tokens,
+            model=pinned or "",
         )
         if body.stream:
             return await self._completion_stream(request, body, completion, origin, pinned, meter)
@@ -332,6 +333,7 @@ def _completion_answer(
             REASON_HEADER: suggestion.reason.value,
             USAGE_HEADER: counted,
         },
+        latency_ms=suggestion.latency_ms,
     )
 
 
@@ -343,6 +345,7 @@ class _CompletionAnswer:
     finish_reason: str
     usage: dict[str, int]
     headers: dict[str, str]
+    latency_ms: float  # the core's routed call
 
     def charge(self, meter: Meter) -> None:
         meter.answered(
@@ -351,6 +354,7 @@ class _CompletionAnswer:
             self.usage["completion_tokens"],
             reported=self.headers[USAGE_HEADER] == "upstream",
             text_chars=len(self.text),
+            upstream_ms=self.latency_ms,
         )
 
 

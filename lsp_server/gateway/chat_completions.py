@@ -121,6 +121,7 @@ def charge(meter: Meter, routed: Answered, chat: ChatRequest) -> None:
         usage["completion_tokens"],
         reported=counted == "upstream",
         text_chars=len(routed.text) + sum(len(c.arguments) for c in routed.tool_calls),
+        upstream_ms=routed.latency_ms,
     )
 
 
@@ -134,6 +135,7 @@ async def admit_chat(
         task_class=task_class(body.model),
         prompt_chars=prompt_chars(chat),
         max_tokens=body.max_tokens,
+        model=body.model,
     )
 
 

@@ -201,14 +201,27 @@ def _usage(request: EditRequest, answer: str) -> dict[str, int]:
 def _charge(meter: Meter, edit: NextEdit, sent_chars: int) -> None:
     """Tell the meter what the answering endpoint used: its own counts when it reported
     them, else the client's prompt and the answer's tokens estimated. Nothing answered in
-    time: nothing is charged."""
+    time: nothing is charged, the time it took is still the upstreams'."""
     if edit.endpoint is None:
+        meter.clock.upstream_ended(edit.latency_ms / 1000)
         return
     usage = edit.usage
     if usage is not None and usage.reported:
-        meter.answered(edit.endpoint, usage.prompt_tokens, usage.completion_tokens, reported=True)
+        meter.answered(
+            edit.endpoint,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            reported=True,
+            upstream_ms=edit.latency_ms,
+        )
         return
-    meter.answered(edit.endpoint, estimate_tokens(sent_chars), edit.tokens, reported=False)
+    meter.answered(
+        edit.endpoint,
+        estimate_tokens(sent_chars),
+        edit.tokens,
+        reported=False,
+        upstream_ms=edit.latency_ms,
+    )
 
 
 def _headers(edit: NextEdit) -> dict[str, str]:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from lsp_server.gateway.metering import meter_of
-from lsp_server.gateway.plumbing import cancel_on_disconnect
+from lsp_server.gateway.plumbing import ClientWatch
 from lsp_server.gateway.sse import event_stream
 
 E = TypeVar("E")  # a streamed piece: text, or a tool call's delta
@@ -26,11 +26,19 @@ T = TypeVar("T")  # what the call returns once it ends
 
 
 class EventFeed(Generic[E, T]):
-    def __init__(self, work: asyncio.Task[T], queue: asyncio.Queue[E | None], serving: str):
+    def __init__(
+        self,
+        work: asyncio.Task[T],
+        queue: asyncio.Queue[E | None],
+        serving: str,
+        watch: ClientWatch,
+    ):
         self.work = work
         self.first: E | None = None
         self.serving = serving
         self._queue = queue
+        # Watches the client from the wait for the first piece to the stream's end.
+        self._watch = watch
 
     @classmethod
     async def start(
@@ -70,14 +78,18 @@ class EventFeed(Generic[E, T]):
                 task.exception()  # read here too, in case the client left before the stream
 
         work.add_done_callback(finished)
-        feed = cls(work, queue, serving)
+        watch = ClientWatch(request.receive)
+        feed = cls(work, queue, serving, watch)
         try:
-            await cancel_on_disconnect(request, came)
+            await watch.guarding(came)
         except BaseException:
+            watch.stop()
             work.cancel()
             raise
         feed.first = queue.get_nowait()
         feed.serving = asked[0]
+        if feed.first is None:
+            watch.stop()  # no piece to stream: whatever answers says so in its own way
         return feed
 
     @property
@@ -113,4 +125,6 @@ class EventFeed(Generic[E, T]):
         async def stop_upstream() -> None:
             self.stop()  # the client left, possibly before the stream started
 
-        return event_stream(events, headers, background=BackgroundTask(stop_upstream))
+        return event_stream(
+            events, headers, background=BackgroundTask(stop_upstream), watch=self._watch
+        )

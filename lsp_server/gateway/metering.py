@@ -3,7 +3,9 @@ anything upstream, and one middleware (`Metering`) that writes the rate-limit he
 answer and settles the request when the answer is over, however it ended.
 
 A route admits with what the request may cost and tells the meter what it learns: each streamed
-piece (`streamed`), the endpoint being asked (`asking`), the answer's usage (`answered`). When
+piece (`streamed`), the endpoint being asked (`asking`), the answer's usage and how long the
+upstream took (`answered`). The middleware also writes on every answer the time the gateway
+itself added (`overhead`: `X-Gateway-LS-Overhead-Ms`). When
 the answer ends without usage (a client gone mid-stream, an upstream that reports none), the
 charge is the prompt's estimate plus the tokens of the text that streamed: an answer that had
 text is never recorded as free.
@@ -22,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from lsp_server.backends.base import estimate_tokens
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.openai_wire import GatewayError
+from lsp_server.gateway.overhead import CLOCK_KEY, OVERHEAD_HEADER, GatewayClock, header_value
 from lsp_server.limits.limiter import Admission, Demand
 from lsp_server.limits.quota import LimitKind, Spent, Window
 
@@ -40,6 +43,7 @@ class Meter:
         demand: Demand,
         operation: str,
         observe: Callable[[Meter], None],
+        clock: GatewayClock,
     ) -> None:
         self.engine = engine
         self.admission = admission
@@ -49,6 +53,8 @@ class Meter:
         self.first_piece_s: float | None = None
         self.endpoint = ""
         self.status = 0
+        self.clock = clock
+        self.overhead_s = 0.0  # the gateway's own time, once the answer is over
         self.spent: Spent | None = None
         self.cost_micros = 0
         self._streamed_chars = 0
@@ -62,6 +68,7 @@ class Meter:
 
     def asking(self, endpoint: str) -> None:
         self.endpoint = endpoint
+        self.clock.asking()
 
     def streamed(self, piece: object) -> None:
         if self.first_piece_s is None:
@@ -77,9 +84,12 @@ class Meter:
         *,
         reported: bool,
         text_chars: int = 0,
+        upstream_ms: float | None = None,
     ) -> None:
         """The answer's usage: the upstream's counts when `reported`, else estimates, which
-        never count less than the text the answer had (`text_chars`, or what streamed)."""
+        never count less than the text the answer had (`text_chars`, or what streamed).
+        `upstream_ms`: how long the core's routed call took (None: since it was asked)."""
+        self.clock.upstream_ended(None if upstream_ms is None else upstream_ms / 1000)
         self.endpoint = endpoint
         if not reported:
             text = max(text_chars, self._streamed_chars)
@@ -92,6 +102,7 @@ class Meter:
             return
         self.status = status
         self._ended = time.monotonic()
+        self.overhead_s = self.clock.added_s()
         self.spent = self._answer or self._estimate()
         lease = self.admission.lease
         if lease is not None:
@@ -163,16 +174,22 @@ class Admit:
         task_class: str,
         prompt_chars: int,
         max_tokens: int | None,
+        model: str = "",
     ) -> Meter:
         """Admit the request for `client` (the name the bearer check gave it, empty when the
         gateway asks for no token), or raise the 429 (or 503) that says why not.
 
         `max_tokens` None: the client named no cap, so the endpoints' `chat_max_tokens` apply.
+        `model`: what the client named, which bounds who may answer and so the price reserved.
         """
-        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class)
+        demand = Demand(client or ANONYMOUS, prompt_chars, max_tokens, task_class, model)
         admission = await self.engine.limits.admit(demand)
-        meter = Meter(self.engine, admission, demand, operation, self.observe)
-        request.scope.setdefault("state", {})[METER_KEY] = meter
+        state = request.scope.setdefault("state", {})
+        clock = state.get(CLOCK_KEY)
+        if not isinstance(clock, GatewayClock):
+            clock = state[CLOCK_KEY] = GatewayClock()
+        meter = Meter(self.engine, admission, demand, operation, self.observe, clock)
+        state[METER_KEY] = meter
         if admission.refused is not None:
             raise refusal(admission, demand.client)
         return meter
@@ -221,8 +238,9 @@ def refusal(admission: Admission, client: str) -> GatewayError:
 
 
 class Metering:
-    """ASGI middleware: the rate-limit headers on a metered answer, and its charge once the
-    answer is over (sent whole, streamed to its end, or abandoned by the client)."""
+    """ASGI middleware: the gateway's own time on every answer (`overhead`), the rate-limit
+    headers on a metered one, and its charge once the answer is over (sent whole, streamed to
+    its end, or abandoned by the client)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -232,19 +250,24 @@ class Metering:
             await self.app(scope, receive, send)
             return
         status = 0
+        clock = GatewayClock()
+        scope.setdefault("state", {})[CLOCK_KEY] = clock
 
         async def send_with_headers(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                meter = scope.get("state", {}).get(METER_KEY)
+                headers = [*message.get("headers", ())]
+                meter = scope["state"].get(METER_KEY)
                 if isinstance(meter, Meter):
-                    message["headers"] = [*message.get("headers", ()), *meter.headers()]
+                    headers += meter.headers()
+                headers.append((OVERHEAD_HEADER.encode(), header_value(clock.added_s())))
+                message["headers"] = headers
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_headers)
         finally:
-            meter = scope.get("state", {}).get(METER_KEY)
+            meter = scope["state"].get(METER_KEY)
             if isinstance(meter, Meter):
                 meter.finish(status or 500)

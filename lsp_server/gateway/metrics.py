@@ -58,6 +58,8 @@ FIRST_TOKEN_BUCKETS = (
     10.0,
 )
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+# The gateway's own time: a relay's is about a millisecond, a loaded one's tens.
+OVERHEAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512)
 REDIS_BUCKETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5)
 BREAKER_STATES = {"closed": 0.0, "half_open": 0.5, "open": 1.0}
 
@@ -129,6 +131,15 @@ class GatewayMetrics:
             ("client", "limit"),
             registry=self.registry,
         )
+        self.overhead = Histogram(
+            "gateway_ls_overhead_seconds",
+            "Time the gateway itself added to an answer: before the upstream was asked, and "
+            "from the upstream's last byte to the client's end (the whole figure, also for "
+            "streams, whose X-Gateway-LS-Overhead-Ms header holds the part before the upstream).",
+            ("gen_ai_operation_name",),
+            buckets=OVERHEAD_BUCKETS,
+            registry=self.registry,
+        )
         self.redis = Histogram(
             "gateway_ls_redis_duration_seconds",
             "Round trips to the shared state for limits, by call.",
@@ -145,6 +156,7 @@ class GatewayMetrics:
         task_class = meter.demand.task_class
         child = self._child
         child(self.requests, endpoint, task_class, outcome_of(meter.status)).inc()
+        child(self.overhead, meter.operation).observe(meter.overhead_s)
         refused = meter.admission.refused
         if refused is not None:
             child(self.limited, meter.client, refused.value).inc()

@@ -5,9 +5,8 @@ disconnects and errors in OpenAI's shape, so the request handlers only speak abo
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -105,30 +104,65 @@ def _too_large(limit: int) -> GatewayError:
     )
 
 
-async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Await `work`, cancelling it (and its upstream calls) if the client goes away first.
+class ClientWatch:
+    """The one task of a request that waits for its client to leave. While a task awaits work
+    on the client's behalf (`guarding`), the client's leaving cancels it there; the same watch
+    may guard the wait for an answer's first piece and then its stream (`EventFeed`), one task
+    where each would start its own. It ends by itself once the answer is over (the server then
+    tells the app the client is gone).
 
     Only valid once the body has been read: from then on the ASGI server's next message is the
     disconnect.
     """
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_wait_for_disconnect(request))
+
+    def __init__(self, receive: Receive) -> None:
+        self.gone = False
+        self._guarded: asyncio.Task[Any] | None = None
+        self._task = asyncio.get_running_loop().create_task(self._watch(receive))
+
+    @property
+    def watching(self) -> bool:
+        return not self._task.done()
+
+    async def guarding(self, work: Awaitable[T]) -> T:
+        """Await `work` in this task; `ClientGone` when the client leaves first, the work
+        cancelled (and its upstream calls with it)."""
+        task = asyncio.current_task()
+        assert task is not None
+        if self.gone:
+            if isinstance(work, Coroutine):
+                work.close()
+            raise ClientGone
+        self._guarded = task
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if self.gone and task.uncancel() == 0:
+                raise ClientGone from None
+            raise  # cancelled from elsewhere too (the server stopping)
+        finally:
+            self._guarded = None
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def _watch(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.gone = True
+        if self._guarded is not None:
+            self._guarded.cancel()  # it is waiting on its work: this task runs only then
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """Await `work` in the request's own task, cancelling it (and its upstream calls) if the
+    client goes away first: one task a request watches the client, none runs the work apart.
+    Only valid once the body has been read."""
+    watch = ClientWatch(request.receive)
     try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+        return await watch.guarding(work)
     finally:
-        watcher.cancel()
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    if task.cancelled():
-        raise ClientGone
-    return task.result()
-
-
-async def _wait_for_disconnect(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+        watch.stop()
 
 
 def error_response(error: GatewayError) -> JSONResponse:

@@ -66,9 +66,12 @@ def head_timeout_protocol(timeout_s: float, *, max_half_open_per_ip: int) -> typ
 
         def data_received(self, data: bytes) -> None:
             before = self.cycle
-            if self._head_timer is None and (before is None or before.response_complete):
-                self._arm()  # the first bytes of the next request on this connection
+            # The first bytes of the next request on this connection: it is timed only when
+            # its head did not come whole with them (a timer a request is a wake-up's cost).
+            next_request = self._head_timer is None and (before is None or before.response_complete)
             super().data_received(data)
+            if next_request and self.cycle is before and not self.transport.is_closing():
+                self._arm()
             if self._head_timer is None:
                 return
             if self.cycle is not before:

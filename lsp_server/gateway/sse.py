@@ -4,7 +4,7 @@ that carries either."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +13,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from lsp_server import json_codec
+from lsp_server.gateway.plumbing import ClientGone, ClientWatch
 
 
 def sse_event(payload: dict[str, Any] | str) -> bytes:
@@ -44,32 +45,29 @@ class EventStream(StreamingResponse):
     """Starlette's streaming response, with the client's leaving watched by one asyncio task
     instead of an anyio task group of two (which cost a short answer more than its own
     events): on a server of ASGI spec 2.3 (uvicorn's), the body is streamed by the request's
-    own task, and a client that leaves stops it there, as Starlette's would. `LastEvents` end
-    the body in the same write."""
+    own task, and a client that leaves stops it there, as Starlette's would. The watch is the
+    one that guarded the wait for the first piece when there was one (`watch`), else its own.
+    `LastEvents` end the body in the same write."""
+
+    def __init__(self, *args: Any, watch: ClientWatch | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         spec = tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
         if scope["type"] != "http" or spec >= (2, 4):
+            if self._watch is not None:
+                self._watch.stop()
             await super().__call__(scope, receive, send)  # a send to a gone client raises there
             return
-        streaming = asyncio.current_task()
-        assert streaming is not None
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            await self.listen_for_disconnect(receive)
-            gone = True
-            streaming.cancel()  # it is waiting inside `stream_response`: this task runs only then
-
-        watcher = asyncio.get_running_loop().create_task(watch())
+        watch = self._watch
+        if watch is None or (not watch.watching and not watch.gone):
+            watch = ClientWatch(receive)
         try:
-            await self.stream_response(send)
-        except asyncio.CancelledError:
-            if not gone or streaming.uncancel() > 0:
-                raise  # cancelled from elsewhere too (the server stopping)
+            with contextlib.suppress(ClientGone):
+                await watch.guarding(self.stream_response(send))
         finally:
-            watcher.cancel()
+            watch.stop()
         if self.background is not None:
             await self.background()
 
@@ -85,7 +83,10 @@ class EventStream(StreamingResponse):
 
 
 def event_stream(
-    events: AsyncIterator[bytes], headers: dict[str, str], background: BackgroundTask | None = None
+    events: AsyncIterator[bytes],
+    headers: dict[str, str],
+    background: BackgroundTask | None = None,
+    watch: ClientWatch | None = None,
 ) -> StreamingResponse:
     """Server-sent events, not cached or buffered on the way."""
     return EventStream(
@@ -93,4 +94,5 @@ def event_stream(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers},
         background=background,
+        watch=watch,
     )

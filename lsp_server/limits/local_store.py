@@ -30,6 +30,7 @@ class LocalStore:
     def __init__(self) -> None:
         self._clients: defaultdict[str, _Client] = defaultdict(_Client)
         self._spent: dict[tuple[str, str], int] = {}  # (client, period) -> micro-dollars
+        self._reserved: defaultdict[tuple[str, str], int] = defaultdict(int)  # held, not settled
 
     def admit(self, ask: Ask, *, share: int = 1) -> Verdict:
         """`share`: the gateways alive, each enforcing its part of the rates and concurrency."""
@@ -71,6 +72,7 @@ class LocalStore:
             state.in_flight += 1
         if budget is not None:
             self._spent[key] = self._spent.get(key, 0) + ask.reserve_micros
+            self._reserved[key] += 1
         return Verdict(None, 0.0, requests, tokens)
 
     def settle(self, ask: Ask, *, token_delta: int, micros_delta: int) -> None:
@@ -86,6 +88,13 @@ class LocalStore:
         key = (ask.client, ask.period)
         if ask.budget_micros is not None and key in self._spent:
             self._spent[key] = max(0, self._spent[key] + micros_delta)
+            held = self._reserved.pop(key, 0) - 1
+            if held > 0:
+                self._reserved[key] = held
+
+    def settling(self, ask: Ask) -> bool:
+        """Whether reservations on `ask`'s budget are held here, not yet settled."""
+        return self._reserved.get((ask.client, ask.period), 0) > 0
 
     def spent(self, client: str, period: str) -> int:
         return self._spent.get((client, period), 0)

@@ -11,9 +11,13 @@ Settlements never wait on Redis and are never lost to an outage. `settle` record
 owes the shared state (its reservation set to what it used, its charge to a budget, its ledger
 entry) and one background task sends everything owed in one script call, again and again while
 more comes; while Redis is unreachable the debts wait (bounded) and go when it answers again.
-What others' admissions read (a reservation's end, a charge) goes at once; ledger entries alone
-wait up to `COALESCE_S` for others to go in the same call: a team's busy gateway made one call
-per request for them.
+What others' admissions must read at once goes at once: a charge beyond a reservation (or one
+made while Redis was down), and a reservation's end under a rate or concurrency limit, whose
+slot and tokens the client's next request may need. What only gives money back to a budget waits
+with the ledger entries, up to `COALESCE_S`, for others to go in the same call: until then
+admissions see less room than there is, never more, so the budget stays exact, and a busy
+gateway makes one call for the ends of many requests instead of one each; an admission that
+waits for the budget's reservations to settle has them sent at once (`send_now`).
 Money owed is summed per budget key, so no outage loses a charge however long it lasts. Nor is
 one charged twice: each call is numbered, and a call whose reply was lost (Redis may have run
 it) is sent again as it was, first, and Redis runs a number once. The
@@ -162,11 +166,14 @@ class SharedStore:
         self._dropped_entries_warned = False
         self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
         self._sender: asyncio.Task[None] | None = None
-        self._coalescing: asyncio.TimerHandle | None = None  # ledger entries waiting for others
+        self._coalescing: asyncio.TimerHandle | None = None  # debts waiting for others
+        self._urgent = False  # owed: what admissions must see at once (a charge)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._first_beat = asyncio.Event()  # set once the heartbeat has tried Redis
         self.observe: LatencyObserver = lambda _call, _seconds: None
+        # Told each time budgets' settlements reached Redis (admissions waiting may fit now).
+        self.on_settled: Callable[[], None] = lambda: None
 
     def start(self) -> None:
         if self._task is None:
@@ -258,8 +265,10 @@ class SharedStore:
             key = _budget_key(ask)
             owed = cost - ask.reserve_micros if held else cost
             _add(self._debts.money, key, owed, ask.period_ttl_s)
+            self._urgent |= owed > 0
         if held and (ask.limits.tpm or ask.limits.max_concurrent):
             self._debts.settlements.append((ask, token_delta))
+            self._urgent = True  # a slot or tokens the client's next request may need at once
         entries = self._debts.entries
         if len(entries) == entries.maxlen and not self._dropped_entries_warned:
             log.warning(
@@ -269,6 +278,21 @@ class SharedStore:
             self._dropped_entries_warned = True
         entries.append([text for pair in entry.items() for text in pair])
         self._start_sending()
+
+    def send_now(self) -> None:
+        """Send what is owed without waiting for more to share the call."""
+        self._urgent = True
+        self._start_sending()
+
+    def settling(self, ask: Ask) -> bool:
+        """Whether this gateway holds a reservation on `ask`'s budget, or owes it money, that
+        Redis has not settled yet: an admission it refused may fit once that is sent."""
+        key = _budget_key(ask)
+        if key in self._debts.money:
+            return True
+        if self._unanswered is not None and key in self._unanswered[1].money:
+            return True
+        return any(_budget_key(held) == key for held in self._held.values())
 
     def owed(self) -> int:
         """Settlements and ledger entries not yet in Redis."""
@@ -286,12 +310,11 @@ class SharedStore:
         return bool(self._debts) or self._unanswered is not None
 
     def _start_sending(self) -> None:
-        """Send what is owed: at once when others' admissions read it, else (ledger entries
-        alone) once `COALESCE_S` has gathered more."""
+        """Send what is owed: at once when others' admissions must see it (a charge), else
+        (what gives back, ledger entries) once `COALESCE_S` has gathered more."""
         if not (self.up and self._owes()) or (self._sender is not None and not self._sender.done()):
             return
-        debts = self._debts
-        if debts.money or debts.settlements or self._unanswered is not None:
+        if self._urgent or self._unanswered is not None:
             self._sender = asyncio.get_running_loop().create_task(self._send_debts())
         elif self._coalescing is None:
             self._coalescing = asyncio.get_running_loop().call_later(COALESCE_S, self._coalesced)
@@ -308,6 +331,7 @@ class SharedStore:
                 if self._unanswered is None:
                     self._calls_settled += 1
                     self._unanswered = (self._calls_settled, self._debts.take())
+                    self._urgent = False
                 number, debts = self._unanswered
                 reply = await self._call("settle", self._settle_call(number, debts))
                 if reply is None:
@@ -321,6 +345,8 @@ class SharedStore:
                     continue
                 for (key, money), total in zip(debts.money.items(), reply[1:], strict=True):
                     self._saw(key, int(total), money.ttl_s)
+                if debts.money:
+                    self.on_settled()
 
     def _settle_call(self, number: int, debts: _Debts) -> Any:
         keys = [EPOCH_KEY, LEDGER_KEY, f"{PREFIX}settled:{self.gateway_id}", *debts.money]

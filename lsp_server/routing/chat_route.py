@@ -90,6 +90,20 @@ class ChatRoute:
         may_hedge = not request.tools or self._config().routing.hedge_tool_calls
         return self._plan(candidates, reason, held, may_hedge=may_hedge and len(remotes) > 1)
 
+    def may_answer(self, model: str) -> list[Endpoint]:
+        """The remote endpoints a chat naming `model` may be asked of, before its privacy is
+        judged: the local model, which may answer any, is left out (it costs nothing). None
+        for a model `plan` would refuse."""
+        model = model or AUTO
+        if model in AUTOMATIC_MODELS:
+            model = AUTO
+        named = self._pool.get(model)
+        if named is not None:
+            return [] if named.is_local or not self._chats(named) else [named]
+        if model == LOCAL or model not in TASK_CLASSES:
+            return []
+        return self._class_endpoints(model)[0]
+
     def _plan(
         self,
         candidates: list[Endpoint],

@@ -24,12 +24,12 @@ import httpx
 import openai
 import pytest
 import redis
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.limits.shared_store import LEASE_S
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
+from tests.support.metrics_scrape import scrape, value
 from tests.support.redis_server import RedisServer
 from tests.support.team_ledger import PRICE, TOKENS, auth, settled
 
@@ -140,6 +140,49 @@ def test_concurrent_requests_never_spend_past_a_budget(
     held = int(store.get(f"gateway-ls:v1:limits:budget:BOB_TOKEN:{today}") or 0)
     store.close()
     assert held == spent  # every reservation settled to what the ledger charged
+
+
+# 200 characters: the upstream counts 50 tokens; the answer is 5 tokens, all of `max_tokens`.
+BURST_PROMPT = "Summarize: " + "the quick brown fox jumps over the lazy dog. " * 4 + "x" * 9
+ANSWER_MICROS = (50 + 5) * 10
+
+
+@pytest.mark.parametrize(
+    "two_gateways",
+    [f"[gateway.clients.BOB_TOKEN]\nbudget_usd = {10 * ANSWER_MICROS / 1e6}\n"],
+    indirect=True,
+)
+def test_a_burst_against_a_budget_that_fits_ten_answers_admits_eight_to_ten(
+    two_gateways: tuple[Gateway, Gateway], redis_server: RedisServer, upstream: FakeLLMServer
+) -> None:
+    """Reservations at the answering endpoint's price and the prompt as the upstream counts it
+    (each gateway has seen one answer of that endpoint before): most of the budget is used,
+    none beyond it. (An admission that waits for others to settle: `tests/limits`.)"""
+    assert len(BURST_PROMPT) == 200
+    gateways = two_gateways
+
+    def ask(i: int, client: str = "BOB_TOKEN") -> httpx.Response:
+        body = {"model": "auto", "messages": [{"role": "user", "content": BURST_PROMPT}]}
+        return httpx.post(
+            f"{gateways[i % 2].base_url}/chat/completions",
+            json={**body, "max_tokens": 5},
+            headers=auth(client),
+            timeout=30,
+        )
+
+    assert [ask(i, "ALICE_TOKEN").status_code for i in range(2)] == [200, 200]
+    # Slow enough that the whole burst arrives while the first answers are in flight.
+    upstream.behaviour = Behaviour(text="Hello there, friend.", latency_s=1.0)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=40) as pool:
+        answers = list(pool.map(ask, range(40)))
+    admitted = [a for a in answers if a.status_code == 200]
+    refused = [a for a in answers if a.status_code == 429]
+    assert len(admitted) + len(refused) == 40, [a.text for a in answers if a not in refused]
+    assert all(a.json()["error"]["code"] == "insufficient_quota" for a in refused)
+    assert 8 <= len(admitted) <= 10
+    entries = settled(redis_server.url, "BOB_TOKEN", len(admitted))
+    spent = sum(int(e["micros"]) for e in entries)
+    assert spent == len(admitted) * ANSWER_MICROS <= 10 * ANSWER_MICROS
 
 
 def test_streamed_and_whole_answers_are_charged_with_and_without_upstream_usage(
@@ -316,26 +359,6 @@ def _limits_status(gateway: Gateway) -> dict[str, Any]:
     status = httpx.get(f"{gateway.base_url}/gateway-ls/status", headers=auth("BOB_TOKEN"))
     limits: dict[str, Any] = status.json()["limits"]
     return limits
-
-
-# A metric sample's name and its labels, sorted.
-SampleKey = tuple[str, tuple[tuple[str, str], ...]]
-
-
-def scrape(gateway: Gateway, headers: dict[str, str] | None = None) -> dict[SampleKey, float]:
-    """Every sample of `/metrics`, read with prometheus_client's own parser."""
-    response = httpx.get(f"{gateway.root_url}/metrics", headers=headers or {}, timeout=5)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/plain")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(response.text)
-        for sample in family.samples
-    }
-
-
-def value(samples: dict[SampleKey, float], name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 @pytest.mark.parametrize(

@@ -237,3 +237,28 @@ async def test_ledger_entries_alone_wait_for_others_and_a_reservations_end_goes_
         assert held(store)[1:] == (0, 7) and calls.count("settle") == before + 1
     finally:
         await limiter.aclose()
+
+
+async def test_a_budgets_refund_waits_for_company_and_a_charge_beyond_it_goes_at_once(
+    redis_server: RedisServer, store: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    limiter = limiter_for("[gateway.clients.CI]\nbudget_usd = 1\n")
+    limiter.share(redis_server.url, None, lambda call, _s: calls.append(call))
+    monkeypatch.setattr(shared_store, "COALESCE_S", 60.0)
+    try:
+        await limiter.ready(5)
+        refunded = await limiter.admit(demand(chars=200))
+        assert refunded.lease is not None and refunded.lease.shared
+        limiter.settle(refunded.lease, USED, 0.1)  # less than reserved: money goes back
+        await asyncio.sleep(0.05)  # time enough for a call, were it made at once
+        # Until it is sent, admissions see the reservation whole: less room, never more.
+        assert calls.count("settle") == 0 and held(store) == (RESERVED, 0, 0)
+        charged = await limiter.admit(demand(chars=200))
+        assert charged.lease is not None
+        beyond = Spent("paid", 1000, 100, True)  # 12,000 micro-dollars: more than reserved
+        limiter.settle(charged.lease, beyond, 0.1)
+        await until(lambda: calls.count("settle") == 1, "the charge never went")
+        assert held(store) == (COST + 1000 * 10 + 100 * 20, 0, 2)  # both, in one call
+    finally:
+        await limiter.aclose()

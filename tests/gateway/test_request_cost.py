@@ -1,0 +1,141 @@
+"""What one request costs the gateway's event loop: the tasks and the timers it makes.
+
+A relay needs one task a request (the server's) and no timer of its own; every task and timer
+more is a wake-up and its bookkeeping on every request of a team's load. The gateway runs here
+in the test's own event loop (uvicorn over the app, as `gateway-ls gateway` serves it), the
+client in a thread and the upstream in its own, so what the loop counts is the gateway's alone.
+The counts are bounds: a change that makes more fails here and says how many.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from lsp_server.config.loader import parse_config_text
+from lsp_server.core.engine import Engine
+from lsp_server.gateway.app import create_app
+from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
+from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.lsp_session import endpoint_toml
+from tests.support.ports import free_port
+
+REQUESTS = 20
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(Behaviour(text="Hello there, friend."), name="up") as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def serving(upstream: FakeLLMServer) -> AsyncIterator[tuple[str, asyncio.Task[None]]]:
+    config = parse_config_text(
+        "[local]\nenabled = false\n"
+        + endpoint_toml("up", upstream.base_url, roles='["inline", "agent"]'),
+        file="c.toml",
+    )
+    engine = Engine(config)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            BodyDeadline(create_app(engine, clients=None), timeout_s=10),
+            host="127.0.0.1",
+            port=port,
+            http=head_timeout_protocol(10, max_half_open_per_ip=64),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+    )
+    serve = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}/v1", serve
+    finally:
+        server.should_exit = True
+        await serve
+        await engine.aclose()
+
+
+class LoopCounts:
+    """The tasks and timers the running loop makes while counting, but for the server's own
+    ticks (uvicorn's main loop wakes every 0.1 s, whatever the requests)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server_task: asyncio.Task[None]) -> None:
+        self.loop = loop
+        self.server_task = server_task
+        self.tasks = 0
+        self.timers = 0
+        self.counting = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        loop = self.loop
+        call_at = loop.call_at
+
+        def factory(
+            loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], **kwargs: Any
+        ) -> asyncio.Task[Any]:
+            self.tasks += self.counting
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        def counted_call_at(
+            when: float, callback: Callable[..., object], *args: Any, **kwargs: Any
+        ) -> asyncio.TimerHandle:
+            if asyncio.current_task() is not self.server_task:
+                self.timers += self.counting
+            return call_at(when, callback, *args, **kwargs)
+
+        loop.set_task_factory(factory)  # type: ignore[arg-type]
+        loop.call_at = counted_call_at  # type: ignore[method-assign, assignment]
+        try:
+            yield
+        finally:
+            loop.set_task_factory(None)
+            del loop.call_at
+
+
+async def per_request(upstream: FakeLLMServer, body: dict[str, Any]) -> tuple[float, float]:
+    async with serving(upstream) as (base_url, server_task):
+        counts = LoopCounts(asyncio.get_running_loop(), server_task)
+        with httpx.Client(base_url=base_url, timeout=10) as client:
+
+            def ask() -> None:
+                with client.stream("POST", "/chat/completions", json=body) as answer:
+                    assert answer.status_code == 200
+                    answer.read()
+
+            await asyncio.to_thread(ask)  # connections open, first-time work done
+            with counts.installed():
+                counts.counting = True
+                for _ in range(REQUESTS):
+                    await asyncio.to_thread(ask)
+                counts.counting = False
+    return counts.tasks / REQUESTS, counts.timers / REQUESTS
+
+
+CHAT = {"model": "up", "messages": [{"role": "user", "content": "Say hi."}]}
+
+
+async def test_a_chat_answer_makes_two_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
+    # The server's task, and the one that watches the client while the route runs in it.
+    # Timers: the body's deadline, the route's, the upstream stream's and reads that wait,
+    # and uvicorn's keep-alive; none for a head or a write that came or went whole.
+    tasks, timers = await per_request(upstream, CHAT)
+    assert tasks == 2 and timers <= 7, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+
+
+async def test_a_streamed_chat_makes_three_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
+    # The server's task, the routed call's (it feeds the stream the server's task writes), and
+    # one watch of the client from the wait for the first piece to the stream's end.
+    tasks, timers = await per_request(upstream, {**CHAT, "stream": True})
+    assert tasks == 3 and timers <= 7, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
