@@ -36,7 +36,6 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -44,6 +43,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from lsp_server.limits import scripts
+from lsp_server.limits.debts import MAX_OWED_SETTLEMENTS, Debts, Money, add_money
 from lsp_server.limits.quota import Ask, LimitKind, Verdict, Window
 
 log = logging.getLogger(__name__)
@@ -65,13 +65,7 @@ RENEW_EVERY_S = 3.0
 # Connections opened before a gateway takes traffic (`ready`), for admissions that come at once.
 WARM_CONNECTIONS = 4
 LEDGER_RETENTION_S = 35 * 24 * 3600  # a month's usage and a few days
-SETTLE_BATCH = 256  # settlements and ledger entries sent in one script call, at most
 COALESCE_S = 0.05  # the longest ledger entries alone wait for others to go in one call
-# While Redis is unreachable: the most settlements of rates and leases kept (older ones are
-# dropped: their tokens went back to the minute long ago, their leases expire) and the most
-# ledger entries kept (then the oldest are dropped, and that is logged once).
-MAX_OWED_SETTLEMENTS = 10_000
-MAX_OWED_ENTRIES = 100_000
 
 # Observes one Redis call: what it was and how long it took (seconds).
 LatencyObserver = Callable[[str, float], None]
@@ -83,56 +77,6 @@ def _key(kind: str, client: str, suffix: str = "") -> str:
 
 def _budget_key(ask: Ask) -> str:
     return _key("budget", ask.client, ask.period)
-
-
-@dataclass(slots=True)
-class _Money:
-    """Micro-dollars for one budget key, and how long that key lives."""
-
-    micros: int
-    ttl_s: int
-    expires: float  # time.monotonic() when the key (and so the count) no longer matters
-
-
-@dataclass(slots=True)
-class _Debts:
-    """What this gateway owes the shared state and has not sent yet."""
-
-    money: dict[str, _Money]  # budget key -> micro-dollars to add (a refund is negative)
-    settlements: deque[tuple[Ask, int]]  # held reservations ended, with their token delta
-    entries: deque[list[str]]  # ledger entries, as field, value, field, value, ...
-
-    @classmethod
-    def empty(cls) -> _Debts:
-        return cls({}, deque(maxlen=MAX_OWED_SETTLEMENTS), deque(maxlen=MAX_OWED_ENTRIES))
-
-    def __bool__(self) -> bool:
-        return bool(self.money or self.settlements or self.entries)
-
-    def take(self) -> _Debts:
-        """At most one call's worth, removed from these debts."""
-        taken = _Debts.empty()
-        taken.money, self.money = self.money, {}
-        for _ in range(min(SETTLE_BATCH, len(self.settlements))):
-            taken.settlements.append(self.settlements.popleft())
-        for _ in range(min(SETTLE_BATCH, len(self.entries))):
-            taken.entries.append(self.entries.popleft())
-        return taken
-
-    def give_back(self, taken: _Debts) -> None:
-        """A call that failed: its debts go first again."""
-        for key, money in taken.money.items():
-            _add(self.money, key, money.micros, money.ttl_s)
-        self.settlements.extendleft(reversed(taken.settlements))
-        self.entries.extendleft(reversed(taken.entries))
-
-
-def _add(money: dict[str, _Money], key: str, micros: int, ttl_s: int) -> None:
-    held = money.get(key)
-    if held is None:
-        money[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
-    else:
-        held.micros += micros
 
 
 class SharedStore:
@@ -157,11 +101,11 @@ class SharedStore:
         self._warned = False
         self._scripts_loaded = False
         self._held: dict[str, Ask] = {}  # lease id -> the reservation this gateway holds
-        self._seen: dict[str, _Money] = {}  # budget key -> its micro-dollars at the last call
-        self._debts = _Debts.empty()
+        self._seen: dict[str, Money] = {}  # budget key -> its micro-dollars at the last call
+        self._debts = Debts.empty()
         # The last settle call whose reply never came, with its number: Redis may have run it,
         # so it is sent again as it was, first, and Redis tells whether it ran (never twice).
-        self._unanswered: tuple[int, _Debts] | None = None
+        self._unanswered: tuple[int, Debts] | None = None
         self._calls_settled = 0
         self._dropped_entries_warned = False
         self._lock = asyncio.Lock()  # one sender of debts and restorer at a time
@@ -264,7 +208,7 @@ class SharedStore:
         if ask.budget_micros is not None:
             key = _budget_key(ask)
             owed = cost - ask.reserve_micros if held else cost
-            _add(self._debts.money, key, owed, ask.period_ttl_s)
+            add_money(self._debts.money, key, owed, ask.period_ttl_s)
             self._urgent |= owed > 0
         if held and (ask.limits.tpm or ask.limits.max_concurrent):
             self._debts.settlements.append((ask, token_delta))
@@ -304,7 +248,7 @@ class SharedStore:
             now = time.monotonic()
             for old in [k for k, money in self._seen.items() if money.expires < now]:
                 del self._seen[old]
-        self._seen[key] = _Money(micros, ttl_s, time.monotonic() + ttl_s)
+        self._seen[key] = Money(micros, ttl_s, time.monotonic() + ttl_s)
 
     def _owes(self) -> bool:
         return bool(self._debts) or self._unanswered is not None
@@ -348,7 +292,7 @@ class SharedStore:
                 if debts.money:
                     self.on_settled()
 
-    def _settle_call(self, number: int, debts: _Debts) -> Any:
+    def _settle_call(self, number: int, debts: Debts) -> Any:
         keys = [EPOCH_KEY, LEDGER_KEY, f"{PREFIX}settled:{self.gateway_id}", *debts.money]
         oldest_ms = int((time.time() - LEDGER_RETENTION_S) * 1000)
         width = len(debts.entries[0]) // 2 if debts.entries else 0
@@ -383,10 +327,10 @@ class SharedStore:
         if self._unanswered is not None:  # a new epoch holds nothing of it: owed again
             self._debts.give_back(self._unanswered[1])
             self._unanswered = None
-        money: dict[str, _Money] = {} if first else dict(self._seen)
+        money: dict[str, Money] = {} if first else dict(self._seen)
         for key, owed in ({} if first else self._debts.money).items():
             seen = money.get(key)
-            money[key] = _Money((seen.micros if seen else 0) + owed.micros, owed.ttl_s, 0.0)
+            money[key] = Money((seen.micros if seen else 0) + owed.micros, owed.ttl_s, 0.0)
         held = [] if first else list(self._held.values())
         keys = [EPOCH_KEY, *money]
         args: list[str | int] = [self.epoch or "", secrets.token_hex(8), len(money), len(held)]
@@ -398,7 +342,7 @@ class SharedStore:
             args += [ask.limits.tpm or 0, ask.tokens, ask.lease_id, lease_ms]
         # What is owed now, but for the ledger, is in what is put back (unless the epoch turns
         # out to be known already); debts that come while the call is under way are not.
-        taken = _Debts(self._debts.money, self._debts.settlements, deque())
+        taken = Debts(self._debts.money, self._debts.settlements, deque())
         self._debts.money, self._debts.settlements = {}, deque(maxlen=MAX_OWED_SETTLEMENTS)
         reply = await self._call("restore", self._restore(keys=keys, args=args))
         if reply is None or first or not int(reply[1]):

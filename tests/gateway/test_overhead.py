@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.metrics_scrape import scrape, value

@@ -18,11 +18,11 @@ import httpx
 import pytest
 import uvicorn
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.config.loader import parse_config_text
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml
 from tests.support.ports import free_port
 
