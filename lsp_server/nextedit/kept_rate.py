@@ -7,7 +7,7 @@ in part. `KEPT_WINDOW_S` after an acceptance the accepted stretch of the documen
 through the user's edits by the history, is compared with what the edit wrote and with what it
 replaced; an edit undone meanwhile keeps nothing, and a stretch grown far beyond the edit by
 later typing counts as not kept, as in Zed. An edit that inserts nothing (a deletion) is not
-measured. The figures go to the router's `EditOutcomes`, beside acceptance.
+measured. The figures go to the outcome recorder (`Outcomes.edit_kept`), beside acceptance.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from lsp_server.nextedit.history import EditHistory, TrackedSpan
-from lsp_server.routing.edit_outcomes import EditOutcomes
 
 KEPT_WINDOW_S = 30.0
 # Zed's bound: a stretch whose length moved this much further from the edit's is not compared.
@@ -61,14 +60,15 @@ class KeptRate:
     def __init__(
         self,
         history: EditHistory,
-        outcomes: EditOutcomes,
+        on_kept: Callable[[str, int, int], None],
         *,
         window_s: float = KEPT_WINDOW_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """`window_s`: how long after an acceptance the document is compared."""
+        """`on_kept(endpoint, kept, inserted)` hears each measure; `window_s`: how long after an
+        acceptance the document is compared."""
         self._history = history
-        self._outcomes = outcomes
+        self._on_kept = on_kept
         self._window_s = window_s
         self._clock = clock
         self._watches: list[_Watch] = []
@@ -105,4 +105,4 @@ class KeptRate:
             final = document[watch.span.start : watch.span.end]
             kept, inserted = kept_chars(watch.base, watch.predicted, final)
             if inserted:
-                self._outcomes.kept(watch.endpoint, kept, inserted)
+                self._on_kept(watch.endpoint, kept, inserted)

@@ -84,7 +84,7 @@ class NextEditService:
         self.context = context
         self.history = EditHistory()
         self.filter = EditFilter()
-        self.kept = KeptRate(self.history, router.edit_outcomes, window_s=kept_window_s)
+        self.kept = KeptRate(self.history, router.outcomes.edit_kept, window_s=kept_window_s)
         # id -> (uri, edit), awaiting an outcome
         self._shown: OrderedDict[str, tuple[str, NextEdit]] = OrderedDict()
         self._last_shown: dict[str, str] = {}  # uri -> id of the edit last shown there
@@ -292,14 +292,14 @@ class NextEditService:
     def shown(self, edit_id: str) -> None:
         shown = self._shown.get(edit_id)
         if shown is not None and shown[1].endpoint is not None:
-            self.router.edit_outcomes.shown[shown[1].endpoint] += 1
+            self.router.outcomes.edit_shown(endpoint=shown[1].endpoint)
 
     def accepted(self, edit_id: str) -> bool:
         """Counted, and the kept rate measured once its window is over."""
         uri, edit = self._shown.pop(edit_id, (None, None))
         if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.accepted[edit.endpoint] += 1
+        self.router.outcomes.edit_accepted(endpoint=edit.endpoint)
         self.kept.accepted(edit.endpoint, uri, edit.hull.start, edit.replaced, edit.hull.text)
         return True
 
@@ -309,7 +309,7 @@ class NextEditService:
         uri, edit = self._shown.pop(edit_id, (None, None))
         if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.dismissed[edit.endpoint] += 1
+        self.router.outcomes.edit_dismissed(endpoint=edit.endpoint)
         if not passed_over:
             self.filter.dismissed(uri, edit.replaced, edit.hull.text)
         return True

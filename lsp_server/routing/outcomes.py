@@ -19,6 +19,7 @@ from lsp_server.reasons import Reason
 from lsp_server.routing.attempt import Attempt, Ending
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionKind, DecisionLog, estimate_cost
+from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint
 from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.offline_monitor import OfflineMonitor
@@ -38,6 +39,7 @@ class Outcomes:
         self.budget = budget
         self.edit_budget = HedgeBudget()  # next edits hedge within their own share
         self.chat_budget = HedgeBudget()  # and chats (refactors, gateway chats) within theirs
+        self.edits = EditOutcomes()  # what became of the next edits shown
         self.shared: SharedState | None = None  # set once the router shares its state
 
     # -- attempts ----------------------------------------------------------------------------
@@ -162,6 +164,21 @@ class Outcomes:
     def not_asked(self, *, endpoint: Endpoint) -> None:
         """A candidate allowed through its breaker as a probe but never asked."""
         endpoint.breaker.release()
+
+    # -- what became of a next edit ----------------------------------------------------------
+
+    def edit_shown(self, *, endpoint: str) -> None:
+        self.edits.shown[endpoint] += 1
+
+    def edit_accepted(self, *, endpoint: str) -> None:
+        self.edits.accepted[endpoint] += 1
+
+    def edit_dismissed(self, *, endpoint: str) -> None:
+        self.edits.dismissed[endpoint] += 1
+
+    def edit_kept(self, endpoint: str, kept: int, inserted: int) -> None:
+        """Of the `inserted` characters of an accepted edit, `kept` were still there later."""
+        self.edits.kept(endpoint, kept, inserted)
 
     # -- requests ----------------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from lsp_server.reasons import Reason
 from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.decision_log import DecisionLog
-from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import EndpointPool, LocalFactory, RemoteFactory
 from lsp_server.routing.gate import Gate
 from lsp_server.routing.hedge_budget import HedgeBudget
@@ -61,7 +60,6 @@ class Router:
         self.budget = HedgeBudget()
         self.shared: SharedState | None = None
         self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
-        self.edit_outcomes = EditOutcomes()
         self._connections = WarmConnections()
         self._config_view = ConfigView()
         # Keystroke-level requests: `inline`, `edit`, `race`.
@@ -233,7 +231,7 @@ class Router:
             "chat_requests": chats.inline_requests,
             "hedged_chat_requests": chats.hedged_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
-            "endpoints": [endpoint_status(e, self.edit_outcomes) for e in self.pool.all()],
+            "endpoints": [endpoint_status(e, self.outcomes.edits) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
 

@@ -86,7 +86,7 @@ async def accepted_then(
             if after_acceptance == "undone":
                 service.changed(URI, RENAMED, 1)
             await asyncio.sleep(WINDOW_S * 3)
-            status = engine.router.edit_outcomes.status("mercury")
+            status = engine.router.outcomes.edits.status("mercury")
             service.close()
             return status
         finally:
