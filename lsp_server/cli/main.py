@@ -1,4 +1,4 @@
-"""The `gateway-ls` command line (README, "Command line").
+"""The `gateway-ls` command line (docs/command-line.md; its reference is generated from here).
 
 Exit codes: 0 ok, 2 bad usage or bad configuration (the message names file, line and key),
 1 anything else.
@@ -22,7 +22,7 @@ log = logging.getLogger("gateway-ls")
 
 def main(argv: Sequence[str] | None = None) -> int:
     _without_httpx_command_line()
-    parser = _parser()
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -84,7 +84,8 @@ def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; the command-line reference is generated from it."""
     parser = argparse.ArgumentParser(
         prog="gateway-ls",
         description="A language server that routes code suggestions to the fastest model.",
