@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 PRESETS_STAMP := $(VENV)/.installed-presets
 
-.PHONY: setup setup-dev test-presets llama-server demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
+.PHONY: setup setup-dev test-presets llama-server demo test test-python test-vscode docs check unit lint typecheck redis-server nvim emacs codex opencode bench clean
 
 # Everything: the local model and llama.cpp's server too (llama-cpp-python compiles once).
 setup: $(STAMP)
@@ -50,7 +50,13 @@ demo: setup
 	$(BIN)/gateway-ls --config examples/offline.toml complete examples/demo.py:6:5
 
 # The VS Code extension is built first: a Python test launches the server the way it would.
-test: test-vscode test-python
+test: test-vscode docs test-python
+
+# The documentation site (mkdocs-material) into site/, its reference pages generated from the
+# code into docs/reference/ first; --strict: a broken link, anchor or page fails.
+docs: setup-dev
+	$(BIN)/python -m docgen docs/reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test-python: setup test-presets llama-server lint typecheck redis-server nvim emacs codex opencode
 	$(BIN)/pytest
@@ -153,4 +159,4 @@ bench: setup redis-server
 	$(BIN)/python -m bench.reliability_report
 
 clean:
-	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts .tools
+	rm -rf $(VENV) build *.egg-info site docs/reference clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts .tools
