@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure every installed local preset again (figures kept from a busier day)",
     )
+    doctor.add_argument(
+        "--json", action="store_true", help="print the findings as one JSON object instead"
+    )
     doctor.set_defaults(run=_run_doctor)
 
     init = commands.add_parser(
@@ -259,7 +262,9 @@ def _run_complete(args: argparse.Namespace, config: Config) -> int:
 def _run_doctor(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.doctor import run_doctor
 
-    return run_doctor(config, load_local=not args.no_local, recalibrate=args.recalibrate)
+    return run_doctor(
+        config, load_local=not args.no_local, recalibrate=args.recalibrate, as_json=args.json
+    )
 
 
 def _run_init(args: argparse.Namespace, config: Config) -> int:
