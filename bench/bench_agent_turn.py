@@ -34,10 +34,11 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.bench_gateway import floor_proxy, keep_alive_client, percentile, process
+from bench.harness.endpoints import floor_proxy, keep_alive_client
+from bench.harness.percentile import percentile
+from bench.harness.processes import free_port, process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from lsp_server.gateway.responses_request import parse_responses_body
-from tests.support.ports import free_port
 
 WARMUP_REQUESTS = 20
 # Instructions and tools of the size Codex CLI sends (about 40 KB in all).
@@ -96,7 +97,6 @@ def responses_body(session: int, turn: int) -> dict[str, Any]:
 
 
 RESPONSES_BODY = responses_body(0, 0)
-CHAT_BODY = parse_responses_body(RESPONSES_BODY).chat
 
 
 @dataclass
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir / "gateway.log",
             )
         )
-        floor = stack.enter_context(floor_proxy(workdir, floor_port, model_url))
+        floor = stack.enter_context(floor_proxy(floor_port, model_url, workdir / "floor.log"))
         if not args.no_litellm:
             try:
                 models = litellm_model_list(model_url)
@@ -296,11 +296,11 @@ def main(argv: list[str] | None = None) -> int:
         if path.name in failed:
             print(f"{path.name:<38} failed: {failed[path.name]}")
             continue
-        p50 = percentile(path.samples_ms, 50)
-        added = "" if baseline is None else f"{p50 - percentile(baseline.samples_ms, 50):+8.2f}"
+        p50 = percentile(path.samples_ms, 0.5)
+        added = "" if baseline is None else f"{p50 - percentile(baseline.samples_ms, 0.5):+8.2f}"
         print(
-            f"{path.name:<38} {p50:>8.2f} {percentile(path.samples_ms, 90):>8.2f} "
-            f"{percentile(path.samples_ms, 99):>8.2f} {added:>8}"
+            f"{path.name:<38} {p50:>8.2f} {percentile(path.samples_ms, 0.9):>8.2f} "
+            f"{percentile(path.samples_ms, 0.99):>8.2f} {added:>8}"
         )
     if litellm_missing:
         print(f"{'LiteLLM proxy':<38} {litellm_missing}")
@@ -309,9 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         gateway_path = by_name.get(
             f"{kind}, gateway" + (" (bridged to chat)" if kind == "responses" else "")
         )
-        floor = by_name.get(f"{kind}, floor proxy")
-        if gateway_path and floor:
-            over = percentile(gateway_path.samples_ms, 50) - percentile(floor.samples_ms, 50)
+        floor_path = by_name.get(f"{kind}, floor proxy")
+        if gateway_path and floor_path:
+            gateway_p50 = percentile(gateway_path.samples_ms, 0.5)
+            over = gateway_p50 - percentile(floor_path.samples_ms, 0.5)
             print(f"{kind}: the gateway over the floor proxy at p50: {over:+.2f} ms")
     gateway_ms = cpu_ms["gateway"] / (2 * args.requests)
     floor_ms = cpu_ms["floor proxy"] / (2 * args.requests)

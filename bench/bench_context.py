@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.harness.percentile import percentile
 from lsp_server.cli.table import render_table
 from lsp_server.config.model import RoutingConfig
 from lsp_server.context.settings import ContextSettings
@@ -45,11 +46,6 @@ TABS = (
 )
 CURRENT = "message.py"
 TARGET_ADDED_MS = 1.0
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def timed_ms(action: Callable[[], object]) -> float:

@@ -19,22 +19,20 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import psutil
 
-from tests.support.ports import free_port
+from bench.harness.endpoints import fake_endpoint, floor_proxy, keep_alive_client
+from bench.harness.percentile import percentile
+from bench.harness.processes import free_port, process
 
-ROOT = Path(__file__).resolve().parents[1]
 TARGET_ADDED_P50_MS = 1.0
 WARMUP_REQUESTS = 50
 LITELLM_KEY = f"sk-bench-{secrets.token_hex(16)}"  # the proxy refuses to start without one
@@ -69,42 +67,6 @@ def local_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1/completions"
 
 
-@contextlib.contextmanager
-def process(
-    args: list[str], ready_url: str, log: Path, timeout_s: float = 60
-) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `args` (output to `log`) until the block ends; ready once `ready_url` answers."""
-    with log.open("wb") as output:
-        child = subprocess.Popen(args, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if child.poll() is not None:
-                raise RuntimeError(f"{args[:4]} exited:\n{log.read_text(errors='replace')}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(ready_url, timeout=1).status_code < 500:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{args[:4]} did not start within {timeout_s} s")
-            time.sleep(0.1)
-        yield child
-    finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
-def fake_endpoint(
-    workdir: Path, port: int
-) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    args = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
-    ready = f"http://127.0.0.1:{port}/v1/models"
-    return process([*args, "--text", "return a + b\n"], ready, workdir / "endpoint.log")
-
-
 def gateway(
     workdir: Path, port: int, endpoint_url: str
 ) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
@@ -119,13 +81,6 @@ def gateway(
     args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
     ready = f"http://127.0.0.1:{port}/healthz"
     return process([*args, "--port", str(port)], ready, workdir / "gateway.log")
-
-
-def floor_proxy(
-    workdir: Path, port: int, endpoint_url: str
-) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    args = [sys.executable, "-m", "bench.floor_proxy", str(port), endpoint_url]
-    return process(args, f"http://127.0.0.1:{port}/healthz", workdir / "floor.log")
 
 
 def litellm_command() -> str | None:
@@ -151,17 +106,6 @@ def litellm_proxy(
     return process(args, ready, workdir / "litellm.log", timeout_s=180)
 
 
-def keep_alive_client(api_key: str) -> httpx.Client:
-    """Nagle off, as editors' HTTP stacks have it: a request written in two parts (head, body)
-    must not wait for the server's delayed ACK."""
-    nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-    return httpx.Client(
-        transport=httpx.HTTPTransport(socket_options=nodelay),
-        headers={"Authorization": f"Bearer {api_key}"},
-        timeout=30,
-    )
-
-
 def measure(targets: list[Target], requests: int) -> None:
     for target in targets:
         for _ in range(WARMUP_REQUESTS):
@@ -172,22 +116,18 @@ def measure(targets: list[Target], requests: int) -> None:
             target.call()
 
 
-def percentile(samples: list[float], q: int) -> float:
-    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
-
-
 def print_table(targets: list[Target], baseline: Target) -> None:
     header = f"{'path':<34} {'n':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'+p50 ms':>8}"
     print(header)
     print("-" * len(header))
-    base_p50 = percentile(baseline.samples_ms, 50)
+    base_p50 = percentile(baseline.samples_ms, 0.5)
     for target in targets:
         samples = target.samples_ms
-        p50 = percentile(samples, 50)
+        p50 = percentile(samples, 0.5)
         added = "" if target is baseline else f"{p50 - base_p50:+8.2f}"
         print(
-            f"{target.name:<34} {len(samples):>5} {p50:>8.2f} {percentile(samples, 90):>8.2f} "
-            f"{percentile(samples, 99):>8.2f} {added:>8}"
+            f"{target.name:<34} {len(samples):>5} {p50:>8.2f} {percentile(samples, 0.9):>8.2f} "
+            f"{percentile(samples, 0.99):>8.2f} {added:>8}"
         )
 
 
@@ -201,11 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     command = litellm_command()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        stack.enter_context(fake_endpoint(workdir, endpoint_port))
+        stack.enter_context(
+            fake_endpoint(endpoint_port, "return a + b\n", log=workdir / "endpoint.log")
+        )
         gateway_process = psutil.Process(
             stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
         )
-        stack.enter_context(floor_proxy(workdir, floor_port, endpoint_url))
+        stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log"))
         paths = [
             ("endpoint, direct", f"{endpoint_url}/completions", "fake-model", "unused"),
             ("gateway-ls gateway -> endpoint", local_url(gateway_port), "gateway-ls", "unused"),
@@ -227,19 +169,19 @@ def main(argv: list[str] | None = None) -> int:
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     print(f"non-streaming /v1/completions, {args.requests} requests per path, keep-alive\n")
     print_table(targets, targets[0])
-    added = percentile(targets[1].samples_ms, 50) - percentile(targets[0].samples_ms, 50)
+    added = percentile(targets[1].samples_ms, 0.5) - percentile(targets[0].samples_ms, 0.5)
     verdict = "met" if added <= TARGET_ADDED_P50_MS else "missed"
     print(
         f"\ngateway-ls adds {added:.2f} ms at p50 (target <= {TARGET_ADDED_P50_MS} ms: {verdict})"
     )
-    floor_p50 = percentile(targets[2].samples_ms, 50)
+    floor_p50 = percentile(targets[2].samples_ms, 0.5)
     print(
         f"  the floor proxy (Starlette on uvicorn, httpx upstream) adds "
-        f"{floor_p50 - percentile(targets[0].samples_ms, 50):.2f} ms; gateway-ls over it "
-        f"{percentile(targets[1].samples_ms, 50) - floor_p50:.2f} ms"
+        f"{floor_p50 - percentile(targets[0].samples_ms, 0.5):.2f} ms; gateway-ls over it "
+        f"{percentile(targets[1].samples_ms, 0.5) - floor_p50:.2f} ms"
     )
     upstream_p50 = status["endpoints"][0]["p50_ms"]
-    gateway_p50 = percentile(targets[1].samples_ms, 50)
+    gateway_p50 = percentile(targets[1].samples_ms, 0.5)
     print(
         f"  of its {gateway_p50:.2f} ms, the upstream call (streamed, as the router times it) "
         f"takes {upstream_p50:.2f} ms; HTTP in and out, parsing and routing the rest"

@@ -33,11 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from quality_set import Task, draw_tasks, masked_text, stdlib_root
-
+from bench.harness.percentile import percentile
+from bench.quality_set import Task, draw_tasks, masked_text, stdlib_root
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.bundled_model import ensure_preset_model, preset_installed
 from lsp_server.backends.local.auto_choice import fits
@@ -49,6 +46,7 @@ from lsp_server.backends.model_presets import PRESETS, ModelPreset
 from lsp_server.config.model import LocalConfig
 from lsp_server.suggest.prompt import build_completion_request
 from tests.support.busy_machine import one_core_busy
+from tests.support.permits import permit_for
 
 # The keystroke is measured whole: no prompt is cut to a deadline and none ends one.
 NO_DEADLINE_MS = 600_000
@@ -81,7 +79,7 @@ async def suggestion(
     parts: list[str] = []
     first: float | None = None
     start = time.perf_counter()
-    async for text in backend.complete(request, usage):
+    async for text in backend.complete(request, usage, permit=permit_for(backend)):
         if first is None and text:
             first = time.perf_counter() - start
         parts.append(text)
@@ -156,11 +154,6 @@ async def run_preset(
     return speed, rows
 
 
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def print_table(results: dict[str, tuple[Speed, list[Keystroke]]]) -> None:
     """Per preset: calibration, token counts, measured keystrokes against the prediction (and
     the earlier one), the keystroke in decodes (seconds x calibrated generation speed), the
@@ -179,13 +172,13 @@ def print_table(results: dict[str, tuple[Speed, list[Keystroke]]]) -> None:
         predicted = warm_keystroke_s(speed, SHIPPED.deadline_ms)
         before = earlier_prediction_s(speed)
         first = first_keystroke_s(speed)
-        p50 = _p(seconds, 0.5)
+        p50 = percentile(seconds, 0.5)
         print(
             f"{name:<20} {speed.prompt_tps:>10.1f} {speed.generation_tps:>7.1f} {len(rows):>3} "
             f"{statistics.median(r.read_tokens for r in rows):>4.0f} "
             f"{statistics.median(r.sampled_tokens for r in rows):>7.0f} "
-            f"{_p([s * speed.generation_tps for s in seconds], 0.5):>7.1f} "
-            f"{p50 * 1000:>6.0f} {_p(seconds, 0.9) * 1000:>6.0f} "
+            f"{percentile([s * speed.generation_tps for s in seconds], 0.5):>7.1f} "
+            f"{p50 * 1000:>6.0f} {percentile(seconds, 0.9) * 1000:>6.0f} "
             f"{100 * sum(s <= deadline_s for s in seconds) / len(seconds):>6.0f} "
             f"{predicted * 1000:>7.0f} {p50 / predicted:>8.2f} "
             f"{before * 1000:>9.0f} {p50 / before:>10.2f} {first * 1000:>8.0f} "

@@ -1,7 +1,7 @@
 """Benchmark of the in-process llama.cpp backend; prints a table.
 
-    python bench/bench_local.py [--threads N] [--tokens N] [--sweep-threads]
-    python bench/bench_local.py --levers qwen2.5-coder-1.5b [--threads N] [--keystrokes N]
+    python -m bench.bench_local [--threads N] [--tokens N] [--sweep-threads]
+    python -m bench.bench_local --levers qwen2.5-coder-1.5b [--threads N] [--keystrokes N]
 
 - decode throughput through `LocalBackend` vs a bare `llama_cpp.Llama.create_completion` on the
   same prompt, same settings, same run (target: at least 95 %);
@@ -25,9 +25,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -37,6 +38,7 @@ from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.loading import open_model
 from lsp_server.config import model as config_module
 from lsp_server.config.model import LocalConfig
+from tests.support.permits import permit_for
 
 THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
 # A real source file as the document being edited; cut so the prompt is a few hundred tokens.
@@ -51,27 +53,30 @@ async def backend_tokens_per_s(backend: LocalBackend, max_tokens: int) -> float:
     usage = Usage()
     request = CompletionRequest(prefix=THROUGHPUT_PROMPT, suffix="", max_tokens=max_tokens)
     start = time.perf_counter()
-    async for _ in backend.complete(request, usage):
+    async for _ in backend.complete(request, usage, permit=permit_for(backend)):
         pass
     return usage.completion_tokens / (time.perf_counter() - start)
 
 
-def raw_tokens_per_s(llm: object, max_tokens: int) -> float:
-    prompt = llm.tokenize(THROUGHPUT_PROMPT.encode(), add_bos=True)  # type: ignore[attr-defined]
+def raw_tokens_per_s(llm: Any, max_tokens: int) -> float:
+    """`llm`: a `llama_cpp.Llama` (typed only where llama-cpp-python is installed)."""
+    prompt = llm.tokenize(THROUGHPUT_PROMPT.encode(), add_bos=True)
     start = time.perf_counter()
-    result = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0)  # type: ignore[attr-defined]
-    return result["usage"]["completion_tokens"] / (time.perf_counter() - start)
+    result = llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0)
+    return float(result["usage"]["completion_tokens"]) / (time.perf_counter() - start)
 
 
 async def time_to_first_token(backend: LocalBackend, prefix: str) -> float:
     request = CompletionRequest(prefix=prefix, suffix="", max_tokens=8)
     start = time.perf_counter()
-    stream = backend.complete(request)
-    async for _ in stream:
-        elapsed = time.perf_counter() - start
-        await stream.aclose()
-        return elapsed
-    return time.perf_counter() - start
+    stream = backend.complete(request, permit=permit_for(backend))
+    try:
+        async for _ in stream:
+            return time.perf_counter() - start
+        return time.perf_counter() - start
+    finally:
+        if isinstance(stream, AsyncGenerator):  # stop the generation at the first token
+            await stream.aclose()
 
 
 async def keystroke_latency(backend: LocalBackend) -> tuple[float, float, int, int]:
@@ -96,7 +101,7 @@ async def suggestion_s(backend: LocalBackend, prefix: str) -> float:
     """Time for one whole 24-token suggestion, as a keystroke asks for it."""
     request = CompletionRequest(prefix=prefix, suffix="\n", max_tokens=24)
     start = time.perf_counter()
-    async for _ in backend.complete(request):
+    async for _ in backend.complete(request, permit=permit_for(backend)):
         pass
     return time.perf_counter() - start
 
@@ -169,7 +174,8 @@ def _with_lever(lever: Lever) -> contextlib.AbstractContextManager[None]:
     """Open models with `lever`'s extra `Llama` arguments (the bench's only way in)."""
     import llama_cpp
 
-    original = llama_cpp.Llama.__init__
+    llama: Any = llama_cpp.Llama  # patched, so read as untyped where the package is typed
+    original = llama.__init__
     options = dict(lever.llama)
     if lever.draft_tokens:
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
@@ -181,15 +187,15 @@ def _with_lever(lever: Lever) -> contextlib.AbstractContextManager[None]:
         options["logits_all"] = True
 
     def patched(self: object, *args: object, **kwargs: object) -> None:
-        original(self, *args, **{**kwargs, **options})  # type: ignore[arg-type]
+        original(self, *args, **{**kwargs, **options})
 
     @contextlib.contextmanager
     def applied() -> Iterator[None]:
-        llama_cpp.Llama.__init__ = patched  # type: ignore[method-assign]
+        llama.__init__ = patched
         try:
             yield
         finally:
-            llama_cpp.Llama.__init__ = original  # type: ignore[method-assign]
+            llama.__init__ = original
 
     return applied()
 
@@ -207,7 +213,7 @@ async def keystroke_s(
         single_line=single_line,
     )
     start = time.perf_counter()
-    async for _ in backend.complete(request):
+    async for _ in backend.complete(request, permit=permit_for(backend)):
         pass
     return time.perf_counter() - start
 

@@ -2,7 +2,7 @@
 or on all cores against the configured threads, on the same requests in the same run; prints a
 table.
 
-    python bench/bench_local_edit.py [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
+    python -m bench.bench_local_edit [--model qwen2.5-coder-0.5b] [--threads 1] [--limit 6]
                                      [--rounds 1] [--cores] [--keystroke-after 1.0]
                                      [--interleaved] [--busy] [--rejoin]
 
@@ -42,18 +42,13 @@ import asyncio
 import contextlib
 import os
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_next_edit import chosen_tasks
-from next_edit_set import Task
-
+from bench.next_edit_set import Task, chosen_tasks
 from lsp_server.backends.base import CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import _fill
@@ -65,6 +60,7 @@ from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.text_edits import OffsetEdit
 from tests.support.busy_machine import one_core_busy
+from tests.support.permits import permit_for
 
 RENAME_BEFORE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAME_AFTER = RENAME_BEFORE.replace("(value,", "(amount,")
@@ -210,21 +206,26 @@ async def main_async(args: argparse.Namespace) -> None:
     totals: dict[str, list[float]] = {first: [], second: []}
     writing: dict[str, list[float]] = {first: [], second: []}
     cores = backend._edit_cores
+    permit = permit_for(backend)
     for name, request in requests(args.limit):
         call: EditCall = edit_call(request, None)
         for _ in range(args.rounds):
             if args.cores:
                 backend._edit_cores = 1
-                one = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(backend, partial(backend.edit, call, permit=permit), True)
                 backend._edit_cores = cores
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                other = await timed(backend, partial(backend.edit, call, permit=permit), True)
             elif args.rejoin:
                 whole = replace(call, rewrites=None)
-                one = await timed(backend, lambda u, c=whole: backend.edit(c, u), True)
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(backend, partial(backend.edit, whole, permit=permit), True)
+                other = await timed(backend, partial(backend.edit, call, permit=permit), True)
             else:
-                one = await timed(backend, lambda u, c=call: backend.chat(c.as_chat(), u), False)
-                other = await timed(backend, lambda u, c=call: backend.edit(c, u), True)
+                one = await timed(
+                    backend,
+                    partial(backend.chat, call.as_chat(), permit=permit),
+                    False,
+                )
+                other = await timed(backend, partial(backend.edit, call, permit=permit), True)
             if args.rejoin:
                 same = edits_of(request, one.text) == edits_of(request, other.text)
             else:
@@ -262,7 +263,7 @@ def edits_of(request: EditRequest, answer: str) -> list[OffsetEdit] | str:
 
 async def edit_s(backend: LocalBackend, call: EditCall) -> float:
     started = time.perf_counter()
-    await drain(backend.edit(call, Usage()))
+    await drain(backend.edit(call, Usage(), permit=permit_for(backend)))
     return time.perf_counter() - started
 
 
@@ -318,7 +319,7 @@ KEYSTROKE = CompletionRequest(
 
 async def first_text_s(backend: LocalBackend) -> float:
     started = time.perf_counter()
-    async for piece in backend.complete(KEYSTROKE):
+    async for piece in backend.complete(KEYSTROKE, permit=permit_for(backend)):
         if piece:
             break
     return time.perf_counter() - started
@@ -343,7 +344,9 @@ async def print_keystrokes(backend: LocalBackend, limit: int, after_s: float) ->
             backend._edit_cores = 1 if path == "configured" else cores
             edit = None
             if path != "alone":
-                edit = asyncio.create_task(drain(backend.edit(call, Usage())))
+                edit = asyncio.create_task(
+                    drain(backend.edit(call, Usage(), permit=permit_for(backend)))
+                )
                 await asyncio.sleep(after_s)
             took = await first_text_s(backend)
             if edit is not None:

@@ -1,10 +1,10 @@
 """What a next-edit prediction is worth: real edit sequences replayed through the real server.
 
-    python bench/bench_next_edit.py [--models gemma-3-270m,qwen2.5-coder-0.5b]
+    python -m bench.bench_next_edit [--models gemma-3-270m,qwen2.5-coder-0.5b]
                                     [--regions 4+8,2+5,8+16] [--history 8] [--limit N]
                                     [--warm 12] [--threads 1] [--no-busy] [--json FILE]
                                     [--rejoin on,off] [--read-ahead on,off]
-                                    [--editor-pause-ms 400]
+                                    [--eagerness low,medium,high] [--editor-pause-ms 400]
 
 The tasks (bench/next_edit_set.py) are commits of public Python projects that change one file
 in a few small hunks: the earlier hunks are the history, the last is the edit to predict; a
@@ -19,7 +19,9 @@ tasks the same request again (warm: the prompt is in the model's KV cache). With
 `--editor-pause-ms P` each change is followed by a pause of P and a request, as an editor that
 asks after each pause in typing does, and the last request is the one timed and scored.
 `--rejoin off` has the local model write its rewritten region out whole; `--read-ahead off`
-keeps it from reading a prepared prompt while typing pauses.
+keeps it from reading a prepared prompt while typing pauses; `--eagerness` sets
+`routing.edit_eagerness`, how much the filter between the model and the screen drops
+(`nextedit/edit_filter.py`).
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
@@ -56,22 +58,18 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from rapidfuzz import fuzz
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench_quality import (
-    _open,
-    _percentile,
-    _utf16_len,
-    _wait_until_loaded,
+from bench.harness.bootstrap import paired_bootstrap
+from bench.harness.editor_session import (
     isolated_env,
     logging_client,
-    paired_bootstrap,
+    open_file,
+    utf16_len,
+    wait_until_loaded,
 )
-from next_edit_set import Step, Task, tasks
-
+from bench.harness.percentile import percentile
+from bench.next_edit_set import Step, Task, chosen_tasks
 from lsp_server.backends.model_presets import DEFAULT_PRESET
-from lsp_server.config.model import LocalConfig
+from lsp_server.config.model import LocalConfig, RoutingConfig
 from lsp_server.nextedit.history import HISTORY_MAX_EDITS
 from lsp_server.nextedit.prompts import LOCAL_REJOIN
 from lsp_server.nextedit.region import (
@@ -85,7 +83,7 @@ from tests.support.busy_machine import one_core_busy
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 SHIPPED_REGION = f"{REGION_LINES_BEFORE}+{REGION_LINES_AFTER}"
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
-LAUNCHER = Path(__file__).resolve().parent / "next_edit_server.py"
+SHIPPED_EAGERNESS = RoutingConfig().edit_eagerness
 BASELINE = " (baseline)"  # the label's end for a condition read from an earlier run
 
 
@@ -98,13 +96,17 @@ class Condition:
     context: int = LOCAL_CONTEXT_LINES  # lines of the file shown either side of the region
     rejoin: bool = LOCAL_REJOIN  # the local model ends a region once it copies the rest
     read_ahead: bool = True  # offline, the local model reads the prompt while typing pauses
+    eagerness: str = SHIPPED_EAGERNESS  # routing.edit_eagerness
 
     @property
     def label(self) -> str:
         shown = "" if self.context == LOCAL_CONTEXT_LINES else f" c{self.context}"
         whole = "" if self.rejoin else " whole"
         ahead = "" if self.read_ahead else " not-ahead"
-        return f"{self.model} r{self.before}+{self.after} h{self.history}{shown}{whole}{ahead}"
+        eager = "" if self.eagerness == SHIPPED_EAGERNESS else f" {self.eagerness}"
+        return (
+            f"{self.model} r{self.before}+{self.after} h{self.history}{shown}{whole}{ahead}{eager}"
+        )
 
 
 @dataclass(slots=True)
@@ -177,11 +179,11 @@ def _range_of_lines(lines: list[str], start: int, end: int, new: tuple[str, ...]
     """The range whose replacement by `_replacement_text` makes lines [start, end) `new`."""
     if end < len(lines):
         return types.Range(types.Position(start, 0), types.Position(end, 0))
-    last = types.Position(len(lines) - 1, _utf16_len(lines[-1]))
+    last = types.Position(len(lines) - 1, utf16_len(lines[-1]))
     if new or start == 0:
         return types.Range(types.Position(start, 0), last)
     # Deleting the last lines: the break before them goes too.
-    return types.Range(types.Position(start - 1, _utf16_len(lines[start - 1])), last)
+    return types.Range(types.Position(start - 1, utf16_len(lines[start - 1])), last)
 
 
 def _replacement_text(lines: list[str], start: int, end: int, new: tuple[str, ...]) -> str:
@@ -212,7 +214,7 @@ async def _inline_edit(
 ) -> str:
     """The document after the first edit the server proposes (`text` when none)."""
     line, column = cursor
-    character = _utf16_len(text.split("\n")[line][:column])
+    character = utf16_len(text.split("\n")[line][:column])
     result = await client.protocol.send_request_async(
         COPILOT_INLINE_EDIT,
         {
@@ -250,7 +252,7 @@ def _applied(text: str, edit: Mapping[str, Any]) -> str:
         return before + column
 
     start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
-    return text[:start] + edit["text"] + text[end:]
+    return text[:start] + str(edit["text"]) + text[end:]
 
 
 async def _ask(
@@ -267,7 +269,7 @@ async def _ask(
     path = folder / task.path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(task.opened, encoding="utf-8")
-    _open(client, path, task.opened)
+    open_file(client, path, task.opened)
     text, version = task.opened, 1
     for index, step in enumerate(task.history):
         version += 1
@@ -297,7 +299,7 @@ async def _ask(
 
 def config_text(condition: Condition, args: argparse.Namespace) -> str:
     return (
-        '[routing]\noffline = "always"\n'
+        f'[routing]\noffline = "always"\nedit_eagerness = "{condition.eagerness}"\n'
         f'[local]\nmodel = "{condition.model}"\nn_threads = {args.threads}\n'
         f"deadline_ms = {args.answer_deadline_ms}\n"
     )
@@ -353,7 +355,8 @@ async def _server(
     )
     await client.start_io(
         sys.executable,
-        str(LAUNCHER),
+        "-m",
+        "bench.next_edit_server",
         *sizes,
         "serve",
         "--config",
@@ -375,7 +378,7 @@ async def _server(
             )
         )
         client.initialized(types.InitializedParams())
-        await _wait_until_loaded(client, workspace)
+        await wait_until_loaded(client, workspace)
         yield client
     finally:
         with contextlib.suppress(RuntimeError):
@@ -392,7 +395,7 @@ def _rate(values: Sequence[bool | float]) -> str:
 
 
 def _ms(values: Sequence[float], q: float) -> str:
-    return f"{_percentile(values, q):.0f}" if values else "-"
+    return f"{percentile(values, q):.0f}" if values else "-"
 
 
 def no_edit_outcomes(chosen: Sequence[Task], condition: Condition) -> list[Outcome]:
@@ -518,6 +521,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="comma-separated: on, the local model reads a prepared prompt while typing "
         "pauses (with --editor-pause-ms); off, it reads it when asked",
     )
+    parser.add_argument(
+        "--eagerness",
+        default=SHIPPED_EAGERNESS,
+        help="comma-separated routing.edit_eagerness levels: low, medium, high",
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N edit and none tasks")
     parser.add_argument("--warm", type=int, default=12, help="ask the first N tasks twice")
     parser.add_argument("--threads", type=int, default=1, help="local.n_threads")
@@ -552,7 +560,7 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
                 for context in args.context.split(","):
                     for rejoin in args.rejoin.split(","):
                         for ahead in args.read_ahead.split(","):
-                            chosen.append(
+                            chosen += [
                                 Condition(
                                     model.strip(),
                                     int(before),
@@ -561,22 +569,11 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
                                     int(context),
                                     rejoin.strip() == "on",
                                     ahead.strip() == "on",
+                                    eagerness.strip(),
                                 )
-                            )
+                                for eagerness in args.eagerness.split(",")
+                            ]
     return chosen
-
-
-def chosen_tasks(limit: int) -> list[Task]:
-    """Edit and nothing-to-do tasks interleaved, so `--warm` and `--limit` take both kinds."""
-    every = tasks()
-    edits = [t for t in every if t.kind == "edit"]
-    nones = [t for t in every if t.kind == "none"]
-    if limit:
-        edits, nones = edits[:limit], nones[:limit]
-    mixed: list[Task] = []
-    for index in range(max(len(edits), len(nones))):
-        mixed += edits[index : index + 1] + nones[index : index + 1]
-    return mixed
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:

@@ -59,18 +59,18 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from bench.bench_lsp_overhead import (
+from bench.harness.endpoints import zero_latency_endpoint
+from bench.harness.lsp_session import (
     direct_ms,
     initialize,
     open_document,
-    quantile,
     running_client,
     running_server,
     server_process,
     through_server_ms,
-    verdict,
-    zero_latency_endpoint,
 )
+from bench.harness.percentile import percentile
+from bench.harness.verdict import verdict
 from lsp_server.backends.base import Backend, ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
@@ -81,7 +81,10 @@ from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEditService
+from lsp_server.permit import Permit
+from tests.support.permits import permit_for
 
+TEXT = "compute(a, b)\n"  # what the model endpoint answers
 LINES = 400
 ADDED_P50_TARGET_MS = 1.0
 PREPARED_WITHIN_S = 0.005  # in process, with no pause: long enough for the preparation
@@ -124,7 +127,8 @@ async def edit_through_server_ms(
 
 async def edit_direct_ms(backend: OpenAICompatibleBackend, request: EditRequest) -> float:
     started = time.perf_counter()
-    parts = [chunk async for chunk in backend.edit(edit_call(request, backend.config))]
+    answer = backend.edit(edit_call(request, backend.config), permit=permit_for(backend))
+    parts = [chunk async for chunk in answer]
     elapsed = (time.perf_counter() - started) * 1000
     if not parts:
         raise RuntimeError("the endpoint answered nothing")
@@ -189,7 +193,7 @@ def endpoint_cores(placement: str) -> set[int] | None:
 async def measure(
     requests: int, workdir: Path, method: Method, model_cores: set[int] | None
 ) -> Run:
-    with zero_latency_endpoint(model_cores) as base_url:
+    with zero_latency_endpoint(TEXT, model_cores) as base_url:
         inception_url = base_url.removesuffix("/v1") + "/inception/v1"
         config_path = workdir / "config.toml"
         config_path.write_text(config_text(inception_url), encoding="utf-8")
@@ -274,14 +278,18 @@ class InstantBackend(Backend):
         self.config = config
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
-    async def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def edit(
+        self, call: EditCall, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "compute(a, b)\n"
 
 
@@ -370,11 +378,11 @@ def main() -> None:
     print(f"\n{args.requests} rounds against a zero-latency endpoint, interleaved (ms)\n")
     print(f"{'':<44}{'p50':>9}{'p90':>9}{'p99':>9}")
     for label, values in samples.items():
-        print(f"{ROWS[label]:<44}" + "".join(f"{quantile(values, q):>9.2f}" for q in QUANTILES))
+        print(f"{ROWS[label]:<44}" + "".join(f"{percentile(values, q):>9.2f}" for q in QUANTILES))
 
     def over(kind: str, upper: str, lower: str) -> list[float]:
         return [
-            quantile(samples[f"{kind} {upper}"], q) - quantile(samples[f"{kind} {lower}"], q)
+            percentile(samples[f"{kind} {upper}"], q) - percentile(samples[f"{kind} {lower}"], q)
             for q in QUANTILES
         ]
 
@@ -406,7 +414,7 @@ def main() -> None:
     print("\nthe core's own CPU per request, in process, the model answering at once (ms)\n")
     print(f"{'':<44}{'p50':>9}{'p90':>9}{'p99':>9}")
     for kind, values in cpu.items():
-        print(f"{kind:<44}" + "".join(f"{quantile(values, q):>9.3f}" for q in QUANTILES))
+        print(f"{kind:<44}" + "".join(f"{percentile(values, q):>9.3f}" for q in QUANTILES))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ throwaway virtualenv this bench creates; "not installed" otherwise):
   gateway-ls judges by its whole verdict (content, or the file's name);
 - recall on the third round's classes, class by class.
 
-Usage: python bench/bench_privacy.py [--stride N]   (every Nth file of each false-alarm corpus)
+Usage: python -m bench.bench_privacy [--stride N]   (every Nth file of each false-alarm corpus)
 """
 
 from __future__ import annotations
@@ -44,10 +44,12 @@ from typing import Any
 from bench.outside_recall import Case, load_cases
 from lsp_server.cli.table import render_table
 from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS
-from lsp_server.privacy.block_secrets import BLOCK_NAMED_RULES
+from lsp_server.privacy.block_secrets import BLOCK_NAMED_RULES, BlockNamedRule
 from lsp_server.privacy.colon_credentials import ColonFileRule
 from lsp_server.privacy.named_secrets import HEADER_RULES
-from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, find_secrets, first_secret
+from lsp_server.privacy.pattern_rule import PatternRule
+from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, find_secrets
+from lsp_server.privacy.secret_rules import first_secret
 from tests.privacy.credential_corpus import load_corpus, round_three
 from tests.privacy.other_languages import other_language_files
 
@@ -126,7 +128,11 @@ def notebook_json(size: int = SIZE) -> str:
     return json.dumps({"cells": cells}, indent=1)[:size]
 
 
-ROUND_THREE_RULES = (*BLOCK_NAMED_RULES, ColonFileRule(), *HEADER_RULES)
+ROUND_THREE_RULES: tuple[BlockNamedRule | ColonFileRule | PatternRule, ...] = (
+    *BLOCK_NAMED_RULES,
+    ColonFileRule(),
+    *HEADER_RULES,
+)
 
 
 def round_three_rules(text: str) -> None:
@@ -200,7 +206,8 @@ class ThrowawayEnv:
         except (OSError, subprocess.SubprocessError) as error:
             print(f"detect-secrets: failed ({type(error).__name__})", file=sys.stderr)
             return None
-        return json.loads(done.stdout)
+        found: dict[str, Any] = json.loads(done.stdout)
+        return found
 
 
 def percent(part: int, whole: int) -> str:

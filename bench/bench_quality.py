@@ -1,9 +1,9 @@
 """What a suggestion is worth: masked lines of real code, asked through the real server over LSP.
 
-    python bench/bench_quality.py [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
+    python -m bench.bench_quality [--models gemma-3-270m,qwen2.5-coder-0.5b] [--context off,on]
                                   [--full] [--seed 0] [--threads 1] [--no-busy]
-    python bench/bench_quality.py --first 3 [--models auto] [--clients ours,stock]
-    python bench/bench_quality.py --llama-server --models qwen2.5-coder-1.5b [--skip N] --limit 18
+    python -m bench.bench_quality --first 3 [--models auto] [--clients ours,stock]
+    python -m bench.bench_quality --llama-server --models qwen2.5-coder-1.5b [--skip N] --limit 18
 
 The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
 subset of lines that use a name imported from another module of their package, all from the
@@ -51,7 +51,6 @@ import contextlib
 import io
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -66,11 +65,17 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from rapidfuzz import fuzz
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from quality_set import Task, draw_tasks, masked_text, stdlib_root
-
+from bench.harness.bootstrap import paired_bootstrap
+from bench.harness.editor_session import (
+    inline,
+    isolated_env,
+    logging_client,
+    open_file,
+    utf16_len,
+    wait_until_loaded,
+)
+from bench.harness.percentile import percentile
+from bench.quality_set import Task, draw_tasks, masked_text, stdlib_root
 from lsp_server.backends.bundled_model import ensure_preset_model
 from lsp_server.backends.model_presets import DEFAULT_PRESET, preset_named
 from lsp_server.config.model import LocalConfig, RoutingConfig
@@ -80,7 +85,6 @@ from tests.support.llama_server import running_llama_server
 
 DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
 FULL_SIZE = {"lines": 50, "spans": 20, "cross_file": 75}
-BOOTSTRAP_ROUNDS = 2000
 SHIPPED_DEADLINE_MS = LocalConfig().deadline_ms
 CONTEXT_KNOWN = "context" in {f.name for f in fields(RoutingConfig)}
 # The context of `--llama-server`'s servers: `/infill` fills only what is left beyond one batch
@@ -269,26 +273,6 @@ def _report(args: argparse.Namespace, condition: Condition, o: Outcome) -> None:
         )
 
 
-def isolated_env(home: Path) -> dict[str, str]:
-    """The environment of a served condition: the user's own config and state left out."""
-    return {
-        **{k: v for k, v in os.environ.items() if k != "GATEWAY_LS_CONFIG"},
-        "XDG_CONFIG_HOME": str(home / "xdg-config"),
-        "XDG_STATE_HOME": str(home / "xdg-state"),
-    }
-
-
-def logging_client(name: str) -> LanguageClient:
-    """A pygls client that prints the server's log messages to stderr."""
-    client = LanguageClient(name, "1")
-
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def server_log(params: types.LogMessageParams) -> None:
-        print(params.message, file=sys.stderr)
-
-    return client
-
-
 @contextlib.asynccontextmanager
 async def serving(
     condition: Condition, args: argparse.Namespace, workdir: Path
@@ -330,7 +314,7 @@ async def serving(
                 types.InitializeParams(capabilities=capabilities(), root_uri=workspace.as_uri())
             )
             client.initialized(types.InitializedParams())
-            await _wait_until_loaded(client, workspace)
+            await wait_until_loaded(client, workspace)
             yield client, workspace
         finally:
             # A server that died (its error is what propagates) cannot be shut down politely.
@@ -338,19 +322,6 @@ async def serving(
                 await client.shutdown_async(None)
                 client.exit(None)
             await client.stop()
-
-
-async def _wait_until_loaded(client: LanguageClient, workspace: Path) -> None:
-    """One throwaway suggestion: the model is loaded before the first timed request."""
-    warmup = workspace / "warmup.py"
-    warmup.write_text("def add(a, b):\n    ")
-    _open(client, warmup, warmup.read_text())
-    await _inline(client, warmup, types.Position(line=1, character=4))
-    client.text_document_did_close(
-        types.DidCloseTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=warmup.as_uri())
-        )
-    )
 
 
 async def _ask(
@@ -373,15 +344,15 @@ async def _ask(
         tab_text = (root / tab).read_text(encoding="utf-8", errors="replace")
         tab_path.write_text(tab_text, encoding="utf-8")
         if condition.context:
-            _open(client, tab_path, tab_text)
+            open_file(client, tab_path, tab_text)
             opened.append(tab_path)
-    _open(client, target_path, text)
+    open_file(client, target_path, text)
     opened.append(target_path)
     await _gathered(client)
-    position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
+    position = types.Position(line=cursor_line, character=utf16_len(task.indent))
 
     start = time.perf_counter()
-    answer = await _inline(client, target_path, position)
+    answer = await inline(client, target_path, position)
     cold_ms = (time.perf_counter() - start) * 1000
 
     typed = task.target[0]
@@ -399,7 +370,7 @@ async def _ask(
     )
     after = types.Position(line=position.line, character=position.character + 1)
     start = time.perf_counter()
-    warm_answer = await _inline(client, target_path, after)
+    warm_answer = await inline(client, target_path, after)
     warm_ms = (time.perf_counter() - start) * 1000
 
     for path in opened:
@@ -433,11 +404,11 @@ async def _ask_first(
             tab_path.parent.mkdir(parents=True, exist_ok=True)
             tab_text = (root / tab).read_text(encoding="utf-8", errors="replace")
             tab_path.write_text(tab_text, encoding="utf-8")
-            _open(client, tab_path, tab_text)
+            open_file(client, tab_path, tab_text)
             opened.append(tab_path)
-    _open(client, target_path, text)
+    open_file(client, target_path, text)
     opened.append(target_path)
-    position = types.Position(line=cursor_line, character=_utf16_len(task.indent))
+    position = types.Position(line=cursor_line, character=utf16_len(task.indent))
     if condition.client == "ours":
         client.protocol.notify(
             NOTIFY_CURSOR,
@@ -448,7 +419,7 @@ async def _ask_first(
         )
     await asyncio.sleep(read_s)
     start = time.perf_counter()
-    answer = await _inline(client, target_path, position)
+    answer = await inline(client, target_path, position)
     first_ms = (time.perf_counter() - start) * 1000
     for path in opened:
         client.text_document_did_close(
@@ -465,8 +436,8 @@ async def _evict(client: LanguageClient, workspace: Path) -> None:
     path = workspace / "evict.py"
     text = "import os\n\nprint(os.getcwd())\n"
     path.write_text(text)
-    _open(client, path, text)
-    await _inline(client, path, types.Position(line=2, character=0))
+    open_file(client, path, text)
+    await inline(client, path, types.Position(line=2, character=0))
     client.text_document_did_close(
         types.DidCloseTextDocumentParams(
             text_document=types.TextDocumentIdentifier(uri=path.as_uri())
@@ -489,64 +460,11 @@ async def _gathered(client: LanguageClient, timeout_s: float = 30.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def _open(client: LanguageClient, path: Path, text: str) -> None:
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=path.as_uri(), language_id="python", version=1, text=text
-            )
-        )
-    )
-
-
-async def _inline(client: LanguageClient, path: Path, position: types.Position) -> str:
-    result = await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=path.as_uri()),
-            position=position,
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
-        )
-    )
-    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
-    if not items:
-        return ""
-    text = items[0].insert_text
-    return text if isinstance(text, str) else text.value
-
-
-def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
 # Scores and comparisons
 
 
 def _rate(values: Sequence[bool | float]) -> float:
     return 100 * statistics.fmean(values) if values else float("nan")
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def paired_bootstrap(
-    a: Sequence[float], b: Sequence[float], seed: int
-) -> tuple[float, float, float]:
-    """Mean of b - a, and its 95 % percentile interval over resampled tasks."""
-    diffs = [y - x for x, y in zip(a, b, strict=True)]
-    rng = random.Random(seed)
-    n = len(diffs)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=n)) for _ in range(BOOTSTRAP_ROUNDS))
-    return (
-        statistics.fmean(diffs),
-        means[int(0.025 * BOOTSTRAP_ROUNDS)],
-        means[int(0.975 * BOOTSTRAP_ROUNDS) - 1],
-    )
 
 
 SUBSETS: dict[str, Callable[[Task], bool]] = {
@@ -580,10 +498,10 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
                 f"{_rate([o.similarity for o in chosen]):>8.1f} "
                 f"{_rate([o.identifiers for o in chosen]):>8.1f} "
                 f"{_rate([o.empty for o in chosen]):>8.1f} "
-                f"{_percentile(cold, 0.5):>9.0f} {_percentile(cold, 0.9):>9.0f} "
-                f"{_percentile(warm, 0.5):>9.0f} {_percentile(warm, 0.9):>9.0f} "
+                f"{percentile(cold, 0.5):>9.0f} {percentile(cold, 0.9):>9.0f} "
+                f"{percentile(warm, 0.5):>9.0f} {percentile(warm, 0.9):>9.0f} "
                 f"{_rate([w <= SHIPPED_DEADLINE_MS for w in warm]):>8.1f} "
-                f"{len(asked):>5} {_percentile(asked, 0.5):>7.0f} "
+                f"{len(asked):>5} {percentile(asked, 0.5):>7.0f} "
                 f"{_rate([w <= SHIPPED_DEADLINE_MS for w in asked]):>6.1f} "
                 f"{_rate([o.warm_exact for o in chosen]):>8.1f}"
             )
@@ -604,7 +522,7 @@ def print_first(results: dict[Condition, list[Outcome]]) -> None:
             f"{_rate([o.exact for o in outcomes]):>8.1f} "
             f"{_rate([o.similarity for o in outcomes]):>8.1f} "
             f"{_rate([o.empty for o in outcomes]):>8.1f} "
-            f"{_percentile(first, 0.5):>9.0f} {_percentile(first, 0.9):>9.0f}"
+            f"{percentile(first, 0.5):>9.0f} {percentile(first, 0.9):>9.0f}"
         )
 
 
@@ -647,7 +565,7 @@ def print_comparisons(results: dict[Condition, list[Outcome]], seed: int) -> Non
 
 def _cold_ratio(a: Sequence[Outcome], b: Sequence[Outcome]) -> float:
     """B's cold median over A's, on the same tasks."""
-    return _percentile([o.cold_ms for o in b], 0.5) / _percentile([o.cold_ms for o in a], 0.5)
+    return percentile([o.cold_ms for o in b], 0.5) / percentile([o.cold_ms for o in a], 0.5)
 
 
 def _cold_ratio_per_task(a: Sequence[Outcome], b: Sequence[Outcome]) -> float:

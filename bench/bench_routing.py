@@ -1,7 +1,7 @@
 """Routing quality from a cold start on a replayed trace, and the cost of one routing decision.
 
 Three OpenAI-compatible endpoints run as processes of their own on 127.0.0.1
-(`tests.support.fake_llm_server --profile`). Every request's latency on every endpoint is drawn up
+(`bench.harness.fake_llm_server --profile`). Every request's latency on every endpoint is drawn up
 front (lognormals with different medians, 5 % stragglers at 10x); the best endpoint has an outage
 in which it answers 503, and the trace goes on after it, so recovery shows. Each endpoint reads
 the latency of a request from its profile by the request's number in the prompt, so every
@@ -40,19 +40,30 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import httpx
 import platformdirs
 
-from lsp_server.backends.base import Backend, BackendError, CompletionRequest, Usage
+from bench.harness.endpoints import fake_endpoint
+from bench.harness.percentile import percentile
+from bench.harness.processes import ROOT, free_port, process
+from lsp_server.backends.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    CompletionRequest,
+    Usage,
+)
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
+from lsp_server.permit import Permit
 from lsp_server.routing.inline_race import completion_race
 from lsp_server.routing.router import Router
-from tests.support.ports import free_port
+from tests.support.permits import permit_for
 
 NAMES = ("alpha", "beta", "gamma")
 MEDIANS_MS = (25.0, 45.0, 80.0)
@@ -71,8 +82,6 @@ RECOVERY_TARGET = 10  # requests
 GATEWAY_TAIL_TARGET = 1.10  # the gateway's p99 against the in-process router's
 DECISION_TARGET_US = 50.0
 LAG_PROBE_INTERVAL_S = 0.02
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,40 +130,6 @@ def request_for(index: int) -> CompletionRequest:
 # --- endpoint processes ----------------------------------------------------------------------
 
 
-def wait_until_up(url: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=1.0).status_code < 500:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up within {timeout_s:.0f} s")
-
-
-@contextlib.contextmanager
-def process(
-    command: list[str], ready_url: str, env: dict[str, str] | None = None
-) -> Iterator[None]:
-    child = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until_up(ready_url)
-        yield
-    finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-
-
 @contextlib.contextmanager
 def endpoint_processes(trace: Trace, workdir: Path) -> Iterator[list[str]]:
     """The three profiled endpoints and the zero-latency floor; yields their base URLs."""
@@ -162,15 +137,13 @@ def endpoint_processes(trace: Trace, workdir: Path) -> Iterator[list[str]]:
         urls = []
         for j, name in enumerate([*NAMES, "floor"]):
             port = free_port()
-            command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", str(port)]
-            command += ["--text", TEXT, "--model", f"{name}-model"]
+            options = ["--model", f"{name}-model"]
             if name != "floor":
                 profile = workdir / f"{name}.json"
                 profile.write_text(json.dumps(trace.profile(j)), encoding="utf-8")
-                command += ["--profile", str(profile)]
-            url = f"http://127.0.0.1:{port}/v1"
-            stack.enter_context(process(command, f"{url}/models"))
-            urls.append(url)
+                options += ["--profile", str(profile)]
+            stack.enter_context(fake_endpoint(port, TEXT, extra=tuple(options)))
+            urls.append(f"http://127.0.0.1:{port}/v1")
         yield urls
 
 
@@ -188,7 +161,8 @@ def endpoint_configs(urls: list[str]) -> tuple[EndpointConfig, ...]:
 
 async def ask_backend(backend: Backend, index: int) -> str | None:
     try:
-        parts = [chunk async for chunk in backend.complete(request_for(index), Usage())]
+        answer = backend.complete(request_for(index), Usage(), permit=permit_for(backend))
+        parts = [chunk async for chunk in answer]
     except BackendError:
         return None
     return backend.name if parts else None
@@ -207,8 +181,8 @@ def routed(router: Router) -> Ask:
 
 def through_gateway(client: httpx.AsyncClient) -> Ask:
     async def ask(index: int) -> str | None:
-        body = {"model": "gateway-ls", "prompt": prompt_for(index), "suffix": "\n"}
-        body["max_tokens"] = 16
+        body: dict[str, str | int] = {"model": "gateway-ls", "prompt": prompt_for(index)}
+        body |= {"suffix": "\n", "max_tokens": 16}
         try:
             response = await client.post("/v1/completions", json=body)
         except httpx.HTTPError:
@@ -230,10 +204,11 @@ def router_config(urls: list[str]) -> Config:
 
 
 def make_router(config: Config) -> Router:
-    def no_local(local: LocalConfig) -> Backend:
-        raise RuntimeError("the local model is disabled in this benchmark")
-
     return Router(config, remote_factory=remote_backend, local_factory=no_local)
+
+
+def no_local(local: LocalConfig) -> NoReturn:
+    raise RuntimeError("the local model is disabled in this benchmark")
 
 
 def gateway_config_toml(urls: list[str]) -> str:
@@ -263,8 +238,7 @@ class Result:
     hedged: int | None = None
 
     def quantile(self, q: float) -> float:
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+        return percentile(self.latencies_ms, q)
 
     def recovery(self, trace: Trace) -> int | None:
         """Requests after the outage until the best endpoint answers again (1: the first)."""
@@ -469,7 +443,8 @@ IDEAL_HEDGE_Z = 1.645  # the primary's true p95: the ideal hedger asks the next 
 def ideal_hedger(trace: Trace, floor: Result) -> Result:
     """Latencies of the ideal hedger (see the module docstring), with each request's wire cost
     taken from the HTTP floor's measurement of the same request."""
-    latencies, served = [], []
+    latencies: list[float] = []
+    served: list[str | None] = []
     for index in range(len(trace)):
         up = [j for j in range(len(NAMES)) if not trace.down[index][j]]
         primary, backup = up[0], up[1]
@@ -491,10 +466,14 @@ class Idle(Backend):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def complete(self, request, usage=None):  # type: ignore[no-untyped-def]
+    def complete(
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         raise AssertionError("not used")
 
-    def chat(self, request, usage=None):  # type: ignore[no-untyped-def]
+    def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         raise AssertionError("not used")
 
 
@@ -505,7 +484,7 @@ def decision_overhead_us(calls: int, rng: random.Random) -> tuple[float, float]:
         for name in NAMES
     )
     config = Config(local=LocalConfig(enabled=False), endpoints=endpoints)
-    router = Router(config, remote_factory=lambda c: Idle(c.name), local_factory=lambda c: Idle(""))
+    router = Router(config, remote_factory=lambda c: Idle(c.name), local_factory=no_local)
     for endpoint, median in zip(router.pool.remotes.values(), MEDIANS_MS, strict=True):
         for _ in range(200):
             latency = rng.lognormvariate(math.log(median), SIGMA)
@@ -519,7 +498,7 @@ def decision_overhead_us(calls: int, rng: random.Random) -> tuple[float, float]:
     try:
         for _ in range(calls):
             started = time.perf_counter_ns()
-            router._race_choice(decision_request, None, None)  # the decision, no I/O
+            router.races._race_choice(decision_request, None, None)  # the decision, no I/O
             samples.append((time.perf_counter_ns() - started) / 1000)
     finally:
         gc.enable()

@@ -31,11 +31,14 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import redis.asyncio
 
-from bench.bench_gateway import process
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.percentile import percentile
+from bench.harness.processes import free_port, process
 from lsp_server.backends.base import (
     Backend,
     BackendError,
@@ -45,11 +48,10 @@ from lsp_server.backends.base import (
 )
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
-from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
 
 TARGET_ADDED_P50_MS = 0.2
@@ -67,13 +69,15 @@ class Instant(Backend):
         self.failing = False
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         if self.failing:
             raise BackendError(self.name, FailureKind.SERVER, "503")
         yield "return a + b\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         yield "unused"
 
 
@@ -93,11 +97,6 @@ def make_router() -> tuple[Router, dict[str, Instant]]:
         local_factory=lambda c: (_ for _ in ()).throw(AssertionError("no local model")),
     )
     return router, backends
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))]
 
 
 # --- 1. overhead ---------------------------------------------------------------------------
@@ -157,16 +156,14 @@ async def propagation_in_process(server: RedisServer, runs: int) -> dict[str, li
                 await first.inline(REQUEST, pinned="alpha")
             opened = time.perf_counter()
             polled = asyncio.create_task(_poll_key(poller, breaker_key("alpha"), opened))
-            while alpha_there.state is not BreakerState.OPEN:
-                await asyncio.sleep(0)
+            await _until(lambda: alpha_there.state, BreakerState.OPEN, pause_s=0)
             seen_by["pub/sub (shipped)"].append(time.perf_counter() - opened)
             seen_by["key read every 100 ms"].append(await polled)
             # recovery: the first's probe succeeds, the close travels, both start afresh
             first_backends["alpha"].failing = False
             await asyncio.sleep(first.pool.remotes["alpha"].breaker.retry_in_s + 0.01)
             await first.inline(REQUEST, pinned="alpha")
-            while alpha_there.state is not BreakerState.CLOSED:
-                await asyncio.sleep(0.001)
+            await _until(lambda: alpha_there.state, BreakerState.CLOSED, pause_s=0.001)
             await poller.delete(breaker_key("alpha"))
     finally:
         await first_link.stop()
@@ -233,12 +230,18 @@ def propagation_between_processes(server: RedisServer, runs: int) -> list[float]
     return samples
 
 
-def _body() -> dict:
+async def _until(state: Callable[[], BreakerState], wanted: BreakerState, pause_s: float) -> None:
+    while state() is not wanted:
+        await asyncio.sleep(pause_s)
+
+
+def _body() -> dict[str, Any]:
     return {"model": "alpha", "prompt": REQUEST.prefix, "suffix": REQUEST.suffix, "max_tokens": 8}
 
 
-def _status(client: httpx.Client, url: str) -> dict:
-    return client.get(f"{url}/v1/gateway-ls/status").json()
+def _status(client: httpx.Client, url: str) -> dict[str, Any]:
+    status: dict[str, Any] = client.get(f"{url}/v1/gateway-ls/status").json()
+    return status
 
 
 def _connected(client: httpx.Client, url: str) -> bool:
@@ -247,7 +250,7 @@ def _connected(client: httpx.Client, url: str) -> bool:
 
 
 def _health(client: httpx.Client, url: str, name: str) -> str:
-    return next(e["health"] for e in _status(client, url)["endpoints"] if e["name"] == name)
+    return next(str(e["health"]) for e in _status(client, url)["endpoints"] if e["name"] == name)
 
 
 def _wait(predicate: Callable[[], bool], timeout_s: float, every_s: float = 0.01) -> None:

@@ -19,10 +19,10 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import tempfile
 import time
 
+from bench.harness.percentile import percentile
 from lsp_server.config.loader import parse_config_text
 from lsp_server.core.engine import Engine
 from lsp_server.event_loop import run_on_fastest_loop
@@ -111,10 +111,6 @@ async def run(seconds: float) -> dict[bool, tuple[list[float], int]]:
     return results
 
 
-def quantile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=1000, method="inclusive")[round(q * 1000) - 1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=6.0, help="the whole run")
@@ -129,7 +125,7 @@ def main() -> None:
     for publishing in (False, True):
         lags, writes = results[publishing]
         name = "with the publisher" if publishing else "without it"
-        cells = [f"{quantile(lags, q):.2f}" for q in (0.5, 0.99, 0.999)] + [f"{max(lags):.2f}"]
+        cells = [f"{percentile(lags, q):.2f}" for q in (0.5, 0.99, 0.999)] + [f"{max(lags):.2f}"]
         print(f"| {name} | " + " | ".join(cells) + f" | {writes if publishing else ''} |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 

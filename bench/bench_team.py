@@ -58,7 +58,6 @@ import os
 import random
 import signal
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,19 +67,19 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import psutil
 
 from bench import team_trace
-from bench.bench_gateway import process
+from bench.harness.percentile import percentile
+from bench.harness.processes import free_port, process, started_on
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from bench.team_upstream import SCRIPTED_HEADER
 from lsp_server import json_codec
-from lsp_server.backends.http_common import CancellationSafeTransport
+from lsp_server.backends.http_client import CancellationSafeTransport
 from lsp_server.event_loop import run_on_fastest_loop
-from tests.support.ports import free_port
 from tests.support.redis_server import RedisServer
 
 EDITORS = 50
@@ -615,26 +614,6 @@ def two_servers(
         yield children
 
 
-Started = TypeVar("Started")
-
-
-@contextlib.contextmanager
-def on_second_core(
-    pin: bool, servers: contextlib.AbstractContextManager[Started]
-) -> Iterator[Started]:
-    """`servers` entered with their processes started on core 1 (`--pin`: the gateways', the
-    floor's and the peer's core), the bench itself back on core 0 once they are."""
-    with contextlib.ExitStack() as stack:
-        if pin:
-            os.sched_setaffinity(0, {1})  # inherited by the processes as they start
-        try:
-            started = stack.enter_context(servers)
-        finally:
-            if pin:
-                os.sched_setaffinity(0, {0})
-        yield started
-
-
 def gateways(
     workdir: Path, upstream: str, redis: RedisServer, with_limits: bool, probed: bool = False
 ) -> contextlib.AbstractContextManager[list[subprocess.Popen[bytes]]]:
@@ -675,12 +654,8 @@ def floors(
 # --- the report ---------------------------------------------------------------------------
 
 
-def quantile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+def quantiles_cell(differences: list[float]) -> str:
+    return f"{percentile(differences, 0.5):+.1f} / {percentile(differences, 0.99):+.1f}"
 
 
 def added(
@@ -836,10 +811,10 @@ def print_report(
         cells = [phase.name]
         for kind in ("keystroke", "agent"):
             latencies, differences = added(phase, direct, kind)
-            cells.append(f"{quantile(latencies, 0.5):.1f} / {quantile(latencies, 0.99):.1f}")
+            cells.append(f"{percentile(latencies, 0.5):.1f} / {percentile(latencies, 0.99):.1f}")
             if phase is direct:
                 differences = over_the_script(phase, kind)
-            cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
+            cells.append(quantiles_cell(differences))
         errors = [s for s in phase.samples if s.outcome == "error" and not cut_by_kill(phase, s)]
         cut = sum(s.outcome == "error" and cut_by_kill(phase, s) for s in phase.samples)
         restart = phase.faults.get("redis")
@@ -883,7 +858,7 @@ def print_report(
             if phase is direct:
                 since = [s for s in phase.samples if s.started >= phase.started + warm_up_s]
                 differences = over_the_script(replace(phase, samples=since), kind)
-            cells.append(f"{quantile(differences, 0.5):+.1f} / {quantile(differences, 0.99):+.1f}")
+            cells.append(quantiles_cell(differences))
         print("| " + " | ".join(cells) + " |")
     if direct.control_editors or direct.control_agents:
         print_same_seconds([direct, *phases], direct, missing, warm_up_s)
@@ -927,7 +902,7 @@ def print_same_seconds(
         met = True
         for kind in ("keystroke", "agent"):
             own, control = same_seconds(phase, direct, kind, warm_up_s)
-            p50, p99 = (quantile(own, q) - quantile(control, q) for q in (0.5, 0.99))
+            p50, p99 = (percentile(own, q) - percentile(control, q) for q in (0.5, 0.99))
             cells += [f"{p50:+.1f} / {p99:+.1f}", f"{len(own)} / {len(control)}"]
             met = met and p99 <= TARGET_P99_ADDED_MS
         cells.append("met" if met else "missed")
@@ -1005,6 +980,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.pin:
         os.sched_setaffinity(0, {0})  # inherited by the model, Redis and the load's processes
+    server_cores = {1} if args.pin else None  # the gateways', the floor's and the peer's core
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         upstream_args = [sys.executable, "-m", "bench.team_upstream", str(upstream_port)]
@@ -1038,7 +1014,7 @@ def main(argv: list[str] | None = None) -> int:
         run_load(again, [], {"the model": [model]})
 
         started = gateways(workdir, upstream, redis, with_limits, bool(args.trace))
-        with on_second_core(args.pin, started) as children:
+        with started_on(server_cores, started) as children:
             team = Phase(
                 "gateway-ls, 2 processes",
                 Targets([c.url for c in children]),  # type: ignore[attr-defined]
@@ -1065,7 +1041,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_floor:
             missing[floor.name] = "skipped (--no-floor)"
         else:
-            with on_second_core(args.pin, floors(workdir, upstream)) as children:
+            with started_on(server_cores, floors(workdir, upstream)) as children:
                 floor.targets.urls += [c.url for c in children]  # type: ignore[attr-defined]
                 kill = faults(floor, children, redis)[:1]  # no Redis to restart
                 run_load(floor, kill, {"the model": [model], "the floors": children})
@@ -1094,7 +1070,7 @@ def main(argv: list[str] | None = None) -> int:
                             litellm_models(upstream),
                             settings=litellm_settings(redis),
                         )
-                        child = proxies.enter_context(on_second_core(args.pin, proxy))
+                        child = proxies.enter_context(started_on(server_cores, proxy))
                         child.url = f"http://127.0.0.1:{port}/v1"  # type: ignore[attr-defined]
                         children.append(child)
                         peer.targets.urls.append(child.url)  # type: ignore[attr-defined]

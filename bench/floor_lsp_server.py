@@ -31,6 +31,7 @@ from lsp_server.lsp.stdio_transport import serve_stdio
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
+from tests.support.permits import permit_for
 
 NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
 
@@ -50,6 +51,7 @@ def endpoint(base_url: str, kind: str) -> EndpointConfig:
 def floor_server(base_url: str, kind: str = "openai") -> LanguageServer:
     server = LanguageServer("floor", "1", converter_factory=json_params_converter)
     backend = OpenAICompatibleBackend(endpoint(base_url, kind))
+    permit = permit_for(backend)  # asked once: a floor server has no gate to pass
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION)
     async def inline_completion(
@@ -57,7 +59,8 @@ def floor_server(base_url: str, kind: str = "openai") -> LanguageServer:
     ) -> types.InlineCompletionList:
         document = ls.workspace.get_text_document(params.text_document.uri)
         prefix = document.source[: document.offset_at_position(params.position)]
-        text = "".join([part async for part in backend.complete(CompletionRequest(prefix, "\n"))])
+        answer = backend.complete(CompletionRequest(prefix, "\n"), permit=permit)
+        text = "".join([part async for part in answer])
         return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text)])
 
     @server.feature(NEXT_EDIT_METHOD)
@@ -75,7 +78,8 @@ def floor_server(base_url: str, kind: str = "openai") -> LanguageServer:
             cursor=cursor,
             region=editable_region(source, cursor),
         )
-        text = "".join([part async for part in backend.edit(edit_call(request, backend.config))])
+        answer = backend.edit(edit_call(request, backend.config), permit=permit)
+        text = "".join([part async for part in answer])
         return {
             "edits": [
                 {

@@ -9,7 +9,7 @@ adds over the direct request is what the HTTP server, the framework and the HTTP
 this interpreter; what gateway-ls adds over it is its own.
 
 `--team` (for `bench_team`, hundreds of streams at once): the upstream client gateway-ls makes
-for an endpoint (`http_common.make_client`: its transport and pool sizes), since httpx's stock
+for an endpoint (`http_client.make_client`: its transport and pool sizes), since httpx's stock
 pool walks every connection whenever a request joins or leaves it; a streamed completion
 relayed as bytes too.
 
@@ -29,7 +29,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from lsp_server import json_codec
-from lsp_server.backends.http_common import make_client
+from lsp_server.backends.http_client import make_client
 from lsp_server.event_loop import run_on_fastest_loop
 
 

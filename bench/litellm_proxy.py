@@ -18,7 +18,7 @@ from pathlib import Path
 
 import platformdirs
 
-from bench.bench_gateway import process
+from bench.harness.processes import process
 
 REQUIREMENTS = ("litellm[proxy]", "redis")
 MASTER_KEY = f"sk-bench-{secrets.token_hex(16)}"  # the proxy refuses to start without one

@@ -2,7 +2,7 @@
 bench_next_edit.py can compare sizes the settings do not expose; everything else is the real
 server.
 
-    python bench/next_edit_server.py LINES_BEFORE LINES_AFTER HISTORY_EDITS CONTEXT_LINES \
+    python -m bench.next_edit_server LINES_BEFORE LINES_AFTER HISTORY_EDITS CONTEXT_LINES \
         rejoin|whole ahead|not-ahead serve --config ...
 """
 
@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
+from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from lsp_server.backends.base import EditCall
 from lsp_server.cli.main import main
 from lsp_server.nextedit import history, prompts, region, service
 
@@ -26,14 +25,19 @@ def sized(
     rejoin: bool,
     read_ahead: bool,
 ) -> None:
-    service.editable_region = functools.partial(  # type: ignore[assignment]
+    # Each name is patched in the module that reads it (`service` and `prompts` import theirs).
+    vars(service)["editable_region"] = functools.partial(
         region.editable_region, lines_before=lines_before, lines_after=lines_after
     )
     history.HISTORY_MAX_EDITS = history_edits
-    prompts.LOCAL_CONTEXT_LINES = context_lines  # the local model's view around the region
+    vars(prompts)["LOCAL_CONTEXT_LINES"] = context_lines  # the local model's view of the region
     prompts.LOCAL_REJOIN = rejoin  # the local model ends a region once it copies the rest
     if not read_ahead:  # the local model reads a prepared prompt only when asked
-        service.NextEditService._read_ahead_locally = lambda self, call: None  # type: ignore[method-assign]
+        mock.patch.object(service.NextEditService, "_read_ahead_locally", _no_read_ahead).start()
+
+
+def _no_read_ahead(self: service.NextEditService, call: EditCall) -> None:
+    """In place of `NextEditService._read_ahead_locally`."""
 
 
 if __name__ == "__main__":

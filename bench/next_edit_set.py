@@ -16,7 +16,7 @@ projects' licences are in `data/next_edit/LICENSES/`. Rebuild them (not run by t
 clones of the repositories at the commits in `PINNED`:
 
     git clone https://github.com/pallets/click /tmp/click   # and the others in PINNED
-    python bench/next_edit_set.py pallets/click=/tmp/click psf/requests=/tmp/requests \
+    python -m bench.next_edit_set pallets/click=/tmp/click psf/requests=/tmp/requests \
         python-attrs/attrs=/tmp/attrs encode/httpx=/tmp/httpx
 
 The selection is deterministic for those heads: the commits are read newest first from each
@@ -267,3 +267,16 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def chosen_tasks(limit: int) -> list[Task]:
+    """Edit and nothing-to-do tasks interleaved, so `--warm` and `--limit` take both kinds."""
+    every = tasks()
+    edits = [t for t in every if t.kind == "edit"]
+    nones = [t for t in every if t.kind == "none"]
+    if limit:
+        edits, nones = edits[:limit], nones[:limit]
+    mixed: list[Task] = []
+    for index in range(max(len(edits), len(nones))):
+        mixed += edits[index : index + 1] + nones[index : index + 1]
+    return mixed

@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import rstr
 
@@ -149,7 +150,8 @@ def load_cases(seed: int = 20251203) -> tuple[list[Case], int]:
     return cases, without_cases
 
 
-def _rule_cases(rule: dict[str, object]) -> list[Case]:
+def _rule_cases(rule: dict[str, Any]) -> list[Case]:
+    """`rule`: one of gitleaks' rules as its JSON reads."""
     try:
         pattern = python_pattern(str(rule["regex"]))
         compiled = re.compile(pattern)
@@ -171,7 +173,7 @@ def _rule_cases(rule: dict[str, object]) -> list[Case]:
     if secret is None:
         return []
     keywords = rule.get("keywords") or [str(rule["id"]).split("-")[0]]
-    identifier = re.sub(r"\W", "_", str(keywords[0]))  # type: ignore[index]
+    identifier = re.sub(r"\W", "_", str(keywords[0]))
     texts = {
         name: shape.replace("{i}", identifier).replace("{s}", secret)
         for name, shape in SAMPLE_SHAPES.items()

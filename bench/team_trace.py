@@ -1,7 +1,7 @@
 """Where `bench_team`'s added latency goes, request by request (`bench_team --trace`).
 
 The scripted model notes for each request when it arrived, when its body was read, when its
-last piece went out and whether it came on a new connection (`team_upstream.Trace`); each
+last piece went out and whether it came on a new connection (`team_upstream.trace_writer`); each
 gateway, run under `bench.probed_gateway`, notes how late its event loop woke and its
 collector's passes. Every process reads the same monotonic clock, so a request's time splits
 into the way in (the client's start to the model's arrival), the model's own part and the way
@@ -13,11 +13,12 @@ the collector's passes while they were in flight.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.harness.percentile import percentile
 
 AGENT_SEQ_BASE = 10_000_000  # as `bench_team.agent` numbers its turns
 AGENT_SEQ_SPAN = 10_000
@@ -88,8 +89,7 @@ def turn_of(sample: Any, agent_turns: int) -> str:
 def quantiles(values: list[float]) -> str:
     if len(values) < 2:
         return "n/a"
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return f"{cuts[49]:+.1f} / {cuts[98]:+.1f}"
+    return f"{percentile(values, 0.5):+.1f} / {percentile(values, 0.99):+.1f}"
 
 
 def report(

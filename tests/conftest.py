@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.model_fixtures import bundled_model_path, local_backend
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.real_tools import require_redis_server, skip_uninstalled
 from tests.support.redis_server import RedisServer
 

@@ -16,7 +16,7 @@ import openai
 import pytest
 from httpx_sse import connect_sse
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 
 TEXT = "return a + b\n"
 
@@ -114,6 +114,34 @@ def test_text_may_depend_on_the_request(server: FakeLLMServer, client: httpx.Cli
     server.behaviour = Behaviour(text=lambda request: request["prompt"].upper())
     answer = client.post("/v1/completions", json={"prompt": "shout"}).json()
     assert answer["choices"][0]["text"] == "SHOUT"
+
+
+def test_a_stream_keeps_its_own_pace_and_headers(
+    server: FakeLLMServer, client: httpx.Client
+) -> None:
+    server.behaviour = Behaviour(
+        text="abcdefgh", chunk_chars=4, gaps_s=(0.1, 0.1, 0.1), headers=(("x-paced", "yes"),)
+    )
+    started = time.monotonic()
+    with client.stream("POST", "/v1/completions", json={"prompt": "x", "stream": True}) as r:
+        parts = list(r.iter_raw())
+        paced_header = r.headers["x-paced"]
+    assert time.monotonic() - started >= 0.3  # a wait before each of the first three parts
+    assert paced_header == "yes"
+    assert b"".join(parts).endswith(b"data: [DONE]\n\n")
+
+
+def test_under_load_it_keeps_counts_but_no_records() -> None:
+    answered: list[tuple[str, float]] = []
+    with FakeLLMServer(Behaviour(text=TEXT), for_load=True) as server:
+        server.answered = lambda request, ended: answered.append((request.path, ended))
+        with httpx.Client(base_url=server.root_url, timeout=5) as http:
+            answer = http.post("/v1/completions", json={"prompt": "x"}).json()
+        assert server.wait_for(lambda s: bool(answered))
+    assert answer["choices"][0]["text"] == TEXT
+    assert server.requests == []
+    assert server.bytes_received > 0
+    assert answered[0][0] == "/v1/completions"
 
 
 def test_openai_sdk_streams_from_it(server: FakeLLMServer) -> None:
@@ -247,7 +275,7 @@ def test_stop_returns_promptly_with_a_hung_request_open() -> None:
 
 
 def test_runs_as_a_command() -> None:
-    command = [sys.executable, "-m", "tests.support.fake_llm_server", "--port", "0"]
+    command = [sys.executable, "-m", "bench.harness.fake_llm_server", "--port", "0"]
     command += ["--text", "hello"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
         try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends import http_common
+from lsp_server.backends import http_body, http_client, http_failures, sse_stream
 from lsp_server.backends.anthropic_wire import MessagesEvents, finish_reason, messages_body
 from lsp_server.backends.base import (
     Backend,
@@ -26,6 +26,7 @@ from lsp_server.backends.fim_instruction import fim_chat_messages
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 ANTHROPIC_VERSION = "2023-06-01"
 MODELS_PATH = "v1/models"
@@ -47,13 +48,14 @@ class AnthropicBackend(Backend):
     def __init__(self, config: EndpointConfig) -> None:
         self.config = config
         self.name = config.name
-        self._client = http_common.make_client(
-            config.base_url, http_common.endpoint_timeout_s(config)
+        self._client = http_client.make_client(
+            config.base_url, http_client.endpoint_timeout_s(config)
         )
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
+        permit.check_remote(self.name)
         stop = request.stop + (("\n",) if request.single_line else ())
         chat = ChatRequest(
             messages=fim_chat_messages(request, self.config.context_tokens),
@@ -61,19 +63,22 @@ class AnthropicBackend(Backend):
             temperature=request.temperature,
             stop=stop,
         )
-        async for text in self.chat(chat, usage):
+        async for text in self.chat(chat, usage, permit=permit):
             yield text
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
+        async with contextlib.aclosing(self.chat_events(request, usage, permit=permit)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, str):
                     yield event
 
     async def chat_events(
-        self, request: ChatRequest, usage: Usage | None = None
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[ChatEvent]:
         """The answer's text and tool calls, translated from the Messages stream."""
+        permit.check_remote(self.name)
         key = self._api_key()
         headers = {
             "x-api-key": key,
@@ -85,11 +90,11 @@ class AnthropicBackend(Backend):
             async with self._client.stream(
                 "POST",
                 chat_path(self.config).lstrip("/"),
-                **http_common.json_content(messages_body(self.config.model, request), headers),
-                extensions=http_common.setup_timing(usage),
+                **http_client.json_content(messages_body(self.config.model, request), headers),
+                extensions=http_client.setup_timing(usage),
             ) as response:
-                await http_common.raise_for_status(self.name, response)
-                if not http_common.is_event_stream(response):
+                await http_body.raise_for_status(self.name, response)
+                if not sse_stream.is_event_stream(response):
                     content_type = response.headers.get("content-type", "none")
                     raise BackendError(
                         self.name, FailureKind.PROTOCOL, f"not an event stream: {content_type}"
@@ -106,16 +111,17 @@ class AnthropicBackend(Backend):
                 if held_back := stops.flush():
                     yield held_back
         except httpx.HTTPError as exc:
-            raise _without_secret(http_common.transport_error(self.name, exc), key) from None
+            raise _without_secret(http_failures.transport_error(self.name, exc), key) from None
         except BackendError as exc:
             raise _without_secret(exc, key) from None
 
-    async def connect(self) -> None:
+    async def connect(self, *, permit: Permit) -> None:
+        permit.check_remote(self.name)
         key = self.config.api_key()
         if not key:
             return  # the first request reports the missing key
         headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-        await http_common.open_connection(self._client, MODELS_PATH, headers)
+        await http_client.open_connection(self._client, MODELS_PATH, headers)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -136,7 +142,7 @@ class AnthropicBackend(Backend):
         """The text and tool-call pieces of a Messages stream; usage is filled as its events
         arrive."""
         reader = MessagesEvents(self.name)
-        async for event in http_common.sse_events(self.name, response):
+        async for event in sse_stream.sse_events(self.name, response):
             if not event.data.strip():
                 continue
             payload = self._event_payload(event.data)

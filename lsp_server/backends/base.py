@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from lsp_server.config.model import CHAT_MAX_TOKENS
 from lsp_server.failures import EndpointFailure, FailureKind
+from lsp_server.permit import Permit
 
 log = logging.getLogger(__name__)
 
@@ -257,23 +258,28 @@ class Usage:
 
 
 class Backend(ABC):
-    """One model endpoint. Instances are long-lived and shared by all requests."""
+    """One model endpoint. Instances are long-lived and shared by all requests.
+
+    Every call takes the gate's `Permit` (`routing/gate.py`): nothing calls a backend without
+    asking the gate first. A remote backend checks it (`Permit.check_remote`)."""
 
     name: str
     is_local: bool = False
 
     @abstractmethod
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         """Stream the text that goes between `request.prefix` and `request.suffix`."""
 
     @abstractmethod
-    def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         """Stream the assistant's answer to a chat conversation."""
 
     async def chat_events(
-        self, request: ChatRequest, usage: Usage | None = None
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[ChatEvent]:
         """Stream the answer with its tool calls. This default serves a backend that writes
         text alone: a request that needs tool calls is refused, never answered without them."""
@@ -281,18 +287,20 @@ class Backend(ABC):
             raise BackendError(
                 self.name, FailureKind.UNSUPPORTED, "this endpoint does not support tool calls"
             )
-        async with contextlib.aclosing(self.chat(request, usage)) as texts:  # type: ignore[type-var]
+        async with contextlib.aclosing(self.chat(request, usage, permit=permit)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
 
-    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+    def edit(
+        self, call: EditCall, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         """Stream the answer to a next-edit prediction. This default serves a backend that
         only chats (the local model, Anthropic): a raw prompt is refused."""
         if call.prompt is not None:
             return _refused(self.name, "this endpoint takes no raw completion prompt")
-        return self.chat(call.as_chat(), usage)
+        return self.chat(call.as_chat(), usage, permit=permit)
 
-    async def connect(self) -> None:  # noqa: B027 - optional hook
+    async def connect(self, *, permit: Permit) -> None:  # noqa: B027 - optional hook
         """Open a connection ahead of the first request, with a call that carries no user
         content (the model list); failures are the first real request's to report."""
 

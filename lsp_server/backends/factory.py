@@ -43,9 +43,9 @@ def preparing_remote_backends() -> Future[None]:
 
     def prepare() -> None:
         try:
-            from lsp_server.backends import anthropic, http_common, openai_compat  # noqa: F401
+            from lsp_server.backends import anthropic, http_client, openai_compat  # noqa: F401
 
-            http_common.prepare()
+            http_client.prepare()
         except BaseException as error:  # the first client on the loop will meet it again
             prepared.set_exception(error)
         else:

@@ -25,17 +25,13 @@ from typing import Any
 import httpx
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, context_within
-from lsp_server.backends.http_common import (
-    is_event_stream,
-    iter_sse_json,
-    json_content,
-    raise_for_status,
-    read_json,
-    setup_timing,
-    transport_error,
-)
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import json_content, setup_timing
+from lsp_server.backends.http_failures import transport_error
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend, relative
+from lsp_server.backends.sse_stream import is_event_stream, iter_sse_json
 from lsp_server.config.providers import fim_path
+from lsp_server.permit import Permit
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +51,11 @@ class LlamaCppBackend(OpenAICompatibleBackend):
         return self._fim_path.rsplit("/", 1)[-1] in NATIVE_ENDPOINTS
 
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
+        permit.check_remote(self.name)
         if not self.config.fim:
-            return super().complete(request, usage)
+            return super().complete(request, usage, permit=permit)
         return self._complete(request, usage if usage is not None else Usage())
 
     async def _complete(self, request: CompletionRequest, usage: Usage) -> AsyncIterator[str]:

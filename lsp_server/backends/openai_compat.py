@@ -34,24 +34,23 @@ from lsp_server.backends.base import (
 from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
 from lsp_server.backends.fim_instruction import fim_chat_messages
-from lsp_server.backends.http_common import (
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import (
     EndpointUrls,
     bearer_headers,
     endpoint_timeout_s,
-    is_event_stream,
-    iter_sse_json,
     json_content,
     make_client,
     open_connection,
-    raise_for_status,
-    read_json,
     setup_timing,
-    transport_error,
 )
+from lsp_server.backends.http_failures import transport_error
+from lsp_server.backends.sse_stream import is_event_stream, iter_sse_json
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 # Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
 # servers may refuse the field, and are counted by estimate.
@@ -66,8 +65,9 @@ class OpenAICompatibleBackend(Backend):
         self._url = EndpointUrls(self._client)
 
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
+        permit.check_remote(self.name)
         max_tokens = min(request.max_tokens, self.config.max_tokens)
         if self.config.fim:
             return self._stream(relative(fim_path(self.config)), self._fim_body(request), usage)
@@ -77,11 +77,14 @@ class OpenAICompatibleBackend(Backend):
             temperature=request.temperature,
             stop=request.stop,
         )
-        return self.chat(chat, usage)
+        return self.chat(chat, usage, permit=permit)
 
-    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+    def edit(
+        self, call: EditCall, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         """Mercury's edit API and chat APIs take the messages as a chat body; a raw prompt
         goes to a completions API as `prompt` alone. Either answer is read as it streams."""
+        permit.check_remote(self.name)
         if call.prompt is None:
             body = chat_body(self.config, call.as_chat())
         else:
@@ -116,17 +119,20 @@ class OpenAICompatibleBackend(Backend):
         blocks = path_comment_blocks(chunks, request.language, request.workspace_path)
         return blocks + request.prefix
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
-        async with contextlib.aclosing(self.chat_events(request, usage)) as events:  # type: ignore[type-var]
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
+        async with contextlib.aclosing(self.chat_events(request, usage, permit=permit)) as events:  # type: ignore[type-var]
             async for event in events:
                 if isinstance(event, str):
                     yield event
 
     async def chat_events(
-        self, request: ChatRequest, usage: Usage | None = None
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[ChatEvent]:
         """The answer's text and tool calls, as the upstream streams them (or sends them in
         one body); tool-call pieces are made regular (`ToolCallStream`)."""
+        permit.check_remote(self.name)
         usage = usage if usage is not None else Usage()
         calls = ToolCallStream(self.name)
         path = relative(chat_path(self.config))
@@ -178,7 +184,8 @@ class OpenAICompatibleBackend(Backend):
         except httpx.HTTPError as exc:
             raise transport_error(self.name, exc) from None
 
-    async def connect(self) -> None:
+    async def connect(self, *, permit: Permit) -> None:
+        permit.check_remote(self.name)
         try:
             headers = self.headers()
         except BackendError:

@@ -2,7 +2,7 @@
 
 The gateway passes a Responses request to it as the client sent it, with the endpoint's own
 `model`, and passes its events back one by one: nothing is lost to a translation. Bodies are
-bounded as every upstream's are (`http_common`); failures are `BackendError`s like any
+bounded as every upstream's are (`http_body`, `sse_stream`); failures are `BackendError`s like any
 backend's, so the caller words them as it words a chat's.
 """
 
@@ -14,20 +14,20 @@ from typing import Any
 
 import httpx
 
-from lsp_server.backends.base import BackendError
-from lsp_server.backends.http_common import (
+from lsp_server.backends.base import BackendError, Usage
+from lsp_server.backends.http_body import raise_for_status, read_json
+from lsp_server.backends.http_client import (
     bearer_headers,
     endpoint_timeout_s,
-    is_event_stream,
     json_content,
     make_client,
-    raise_for_status,
-    read_json,
-    sse_events,
-    transport_error,
+    setup_timing,
 )
+from lsp_server.backends.http_failures import transport_error
+from lsp_server.backends.sse_stream import is_event_stream, sse_events
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 # The events after which a Responses stream has said all it will.
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
@@ -41,14 +41,18 @@ class ResponsesUpstream:
         self.name = config.name
         self._client = make_client(config.base_url, endpoint_timeout_s(config))
 
-    async def events(self, payload: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
+    async def events(
+        self, payload: dict[str, Any], *, permit: Permit, usage: Usage | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The upstream's answer to `payload` as Responses events; a whole (not streamed)
-        answer comes as one event, `{"type": "response", "response": ...}`."""
+        answer comes as one event, `{"type": "response", "response": ...}`. The time spent
+        opening a connection is added to `usage.setup_ms`."""
+        permit.check_remote(self.name)
         body = {**payload, "model": self.config.model}
         path = self.config.responses_path.lstrip("/")
         try:
             async with self._client.stream(
-                "POST", path, **json_content(body, self._headers())
+                "POST", path, **json_content(body, self._headers()), extensions=setup_timing(usage)
             ) as response:
                 await raise_for_status(self.name, response)
                 if not is_event_stream(response):

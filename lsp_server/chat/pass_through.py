@@ -3,10 +3,11 @@ Responses API itself (`responses_path` in its configuration).
 
 The endpoint is the one the chat route would ask first for the request's `model`; it alone is
 asked, with its own model name. A request that must stay on this machine never goes there
-(everything the client sent is judged, not only the conversation): it then takes the chat path,
-where the plan holds the local model alone. What the endpoint did is told to the outcome
-recorder as a chat's attempt is. Each endpoint's Responses client is kept while its
-configuration holds, and made anew (the old one closed) when it changes.
+(everything the client sent is judged, not only the conversation, and the gate decides, offline
+"always" included): it then takes the chat path, where the plan holds the local model alone.
+What the endpoint did is told to the outcome recorder as a chat's attempt is. Each endpoint's
+Responses client is kept while its configuration holds, and made anew (the old one closed) when
+it changes.
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lsp_server.backends.base import BackendError, ChatRequest
+from lsp_server.backends.base import BackendError, ChatRequest, Usage
 from lsp_server.backends.responses_upstream import ResponsesUpstream
 from lsp_server.chat.service import ChatService
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind, RouteFailed
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
+from lsp_server.routing.attempt import Attempt
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import StaysHome
 from lsp_server.routing.outcomes import Outcomes
 
 # Events after which the upstream has answered whole.
@@ -69,13 +73,17 @@ class PassThrough:
         stay_local = self._chats.stay_local(
             chat, uri=uri, sensitive=sensitive, client=client, extra=extra
         )
-        if stay_local is not None:
+        if router.gate.verdict(stay_local) is not None:
             return None
         plan = router.chats.plan(model, chat, local_only=None)
         first = plan.candidates[0]
         if first.config is None or not first.config.responses_path:
             return None
-        events = self._run(payload, first, first.config, plan.reason, uri)
+        try:
+            permit = router.gate.permit(first.name, remote=True, held=stay_local)
+        except StaysHome:
+            return None  # offline "always" set just now: the chat path keeps it home
+        events = self._run(payload, first, first.config, plan.reason, uri, permit)
         return PassedThrough(first.name, plan.reason, events)
 
     async def _run(
@@ -85,11 +93,12 @@ class PassThrough:
         config: EndpointConfig,
         reason: Reason,
         uri: str,
+        permit: Permit,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The upstream's events as they come; a failure is `RouteFailed`, with the one
         failure it was."""
         tally = _Tally(self._chats.router.outcomes, endpoint, reason, uri)
-        events = self._upstream(config).events(payload)
+        events = self._upstream(config).events(payload, permit=permit, usage=tally.usage)
         try:
             async with contextlib.aclosing(events):
                 async for event in events:
@@ -102,6 +111,8 @@ class PassThrough:
         except BackendError as error:
             tally.failed(error)
             raise RouteFailed((error.failure,)) from None
+        finally:
+            tally.cut_short()
 
     async def aclose(self) -> None:
         """Close every Responses client, and those still closing after a reconfiguration."""
@@ -123,61 +134,70 @@ class PassThrough:
 
 
 class _Tally:
-    """What one pass-through did, told to the outcome recorder once."""
+    """What one pass-through did, as an `Attempt` settled once: answered, failed, or cut
+    short (the client went away, or stopped reading) when its generator is closed."""
 
     def __init__(self, outcomes: Outcomes, endpoint: Endpoint, reason: Reason, uri: str) -> None:
         self.outcomes = outcomes
-        self.endpoint = endpoint
+        self.attempt = Attempt(endpoint=endpoint)
         self.reason = reason
         self.uri = uri
-        self.started = time.monotonic()
         self.events = 0
-        self._first_ms: float | None = None
-        self._settled = False
         outcomes.request_started(kind=DecisionKind.CHAT)
+
+    @property
+    def usage(self) -> Usage:
+        return self.attempt.usage
 
     def event(self) -> None:
         self.events += 1
-        if self._first_ms is None:
-            self._first_ms = (time.monotonic() - self.started) * 1000
+        if self.attempt.first_token_at is None:
+            self.attempt.first_token_at = time.monotonic()
 
     def answered(self, response: Any) -> None:
-        if self._settled:
+        attempt = self.attempt
+        if attempt.settled:
             return
-        self._settled = True
+        attempt.finished_at = time.monotonic()
         usage = response.get("usage") if isinstance(response, dict) else None
-        self.outcomes.success(
-            endpoint=self.endpoint,
-            first_token_ms=self._first_ms,
-            total_ms=(time.monotonic() - self.started) * 1000,
-            tokens=_count(usage, "output_tokens"),
-            won=True,
-        )
+        attempt.usage.completion_tokens = _count(usage, "output_tokens")
+        self.outcomes.settle(attempt, won=True)
         self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
         self.outcomes.decision(
             kind=DecisionKind.CHAT,
-            served_by=self.endpoint,
+            served_by=attempt.endpoint,
             reason=self.reason,
-            started=self.started,
+            started=attempt.started_at,
             prompt_tokens=_count(usage, "input_tokens"),
-            tokens=_count(usage, "output_tokens"),
+            tokens=attempt.usage.completion_tokens,
             uri=self.uri,
         )
 
     def failed(self, error: BackendError) -> None:
-        if self._settled:
+        attempt = self.attempt
+        if attempt.settled:
             return
-        self._settled = True
-        self.outcomes.failure(endpoint=self.endpoint, error=error)
+        attempt.error = error
+        attempt.finished_at = time.monotonic()
+        self.outcomes.settle(attempt)
         self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
         self.outcomes.decision(
             kind=DecisionKind.CHAT,
             served_by=None,
             reason=Reason.FAILED,
-            started=self.started,
+            started=attempt.started_at,
             uri=self.uri,
             detail=str(error),
         )
+
+    def cut_short(self) -> None:
+        """Neither answered nor failed when reading stopped: a lower bound of its time."""
+        attempt = self.attempt
+        if attempt.settled:
+            return
+        attempt.cancelled = True
+        self.outcomes.settle(attempt)
+        self.outcomes.request_ended(kind=DecisionKind.CHAT, hedged=False)
 
 
 def _count(usage: Any, key: str) -> int:

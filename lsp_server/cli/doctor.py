@@ -33,13 +33,19 @@ from lsp_server.config.loader import missing_api_keys
 from lsp_server.config.model import Config, EndpointConfig
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 from lsp_server.progress import StderrProgress
+from lsp_server.routing.gate import Gate, StaysHome
 
 PROBE_TIMEOUT_S = 10.0
 # What the probe asks: fixed text, never anything of the user's.
 PROBE_PREFIX = "def add(a, b):\n    return "
 PROBE_SUFFIX = "\n"
 PROBE_CHAT = (ChatMessage("user", "Reply with the word ok."),)
+OFFLINE_ALWAYS = (
+    'offline = "always": nothing leaves this machine, not even this check; '
+    "every request is answered by the local model"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +98,12 @@ def run_doctor(
 
 
 async def _probe_all(config: Config, *, load_local: bool) -> list[ProbeResult]:
+    gate = Gate(lambda: config.routing.offline)  # the router's own rule, for its own calls
     async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, trust_env=False) as client:
-        remote = await asyncio.gather(*(_probe(client, e) for e in config.endpoints))
+        remote = await asyncio.gather(*(_probe(client, e, gate) for e in config.endpoints))
     results = list(remote)
     if config.local.enabled and load_local:
-        results.append(await _probe_local(config))
+        results.append(await _probe_local(config, gate))
     elif config.local.enabled:
         results.append(
             ProbeResult("local", "local", "-", "all", "-", "not loaded", None, "-", True)
@@ -104,7 +111,7 @@ async def _probe_all(config: Config, *, load_local: bool) -> list[ProbeResult]:
     return results
 
 
-async def _probe(client: httpx.AsyncClient, endpoint: EndpointConfig) -> ProbeResult:
+async def _probe(client: httpx.AsyncClient, endpoint: EndpointConfig, gate: Gate) -> ProbeResult:
     roles = ",".join(endpoint.roles)
     inline = "inline" in endpoint.roles
     fim = inline and endpoint.fim
@@ -126,16 +133,21 @@ async def _probe(client: httpx.AsyncClient, endpoint: EndpointConfig) -> ProbeRe
             hint,
         )
 
+    try:
+        permit = gate.contentless(endpoint.name)
+    except StaysHome as refused:
+        # Nothing leaves the machine, not even this check: said, and not a failure.
+        return result(f"not called: {refused.reason.value}", None, "-", True, OFFLINE_ALWAYS)
     if endpoint.api_key_env and endpoint.api_key() is None:
         hint = f"export {endpoint.api_key_env} with the key of this endpoint"
         return result(f"no key (${endpoint.api_key_env} unset)", None, "?", False, hint)
-    listed = await _model_listed(client, endpoint)
+    listed = await _model_listed(client, endpoint, permit)
     backend = remote_backend(endpoint)
     started = time.perf_counter()
     try:
-        await asyncio.wait_for(_tiny_call(backend, inline), PROBE_TIMEOUT_S)
+        await asyncio.wait_for(_tiny_call(backend, inline, permit), PROBE_TIMEOUT_S)
         if inline and "refactor" in endpoint.roles:
-            await asyncio.wait_for(_tiny_call(backend, False), PROBE_TIMEOUT_S)
+            await asyncio.wait_for(_tiny_call(backend, False, permit), PROBE_TIMEOUT_S)
     except BackendError as error:
         latency = (time.perf_counter() - started) * 1000
         status = f"failed: {error.kind.value}: {error.message}"
@@ -148,13 +160,13 @@ async def _probe(client: httpx.AsyncClient, endpoint: EndpointConfig) -> ProbeRe
     return result("ok", latency, listed, True)
 
 
-async def _tiny_call(backend: Backend, inline: bool) -> None:
+async def _tiny_call(backend: Backend, inline: bool, permit: Permit) -> None:
     """The router's call for the role, asking for one token."""
     if inline:
         request = CompletionRequest(prefix=PROBE_PREFIX, suffix=PROBE_SUFFIX, max_tokens=1)
-        stream = backend.complete(request)
+        stream = backend.complete(request, permit=permit)
     else:
-        stream = backend.chat(ChatRequest(messages=PROBE_CHAT, max_tokens=1))
+        stream = backend.chat(ChatRequest(messages=PROBE_CHAT, max_tokens=1), permit=permit)
     async for _ in stream:
         pass
 
@@ -182,8 +194,9 @@ def _hint(endpoint: EndpointConfig, error: BackendError, listed: str) -> str:
     return ""
 
 
-async def _model_listed(client: httpx.AsyncClient, endpoint: EndpointConfig) -> str:
+async def _model_listed(client: httpx.AsyncClient, endpoint: EndpointConfig, permit: Permit) -> str:
     """ "yes" / "no" when the endpoint lists its models, "?" when it does not say."""
+    permit.check_remote(endpoint.name)
     headers: dict[str, str] = {}
     key = endpoint.api_key()
     if key is not None:
@@ -210,14 +223,15 @@ async def _model_listed(client: httpx.AsyncClient, endpoint: EndpointConfig) -> 
     return "yes" if endpoint.model in names else "no"
 
 
-async def _probe_local(config: Config) -> ProbeResult:
+async def _probe_local(config: Config, gate: Gate) -> ProbeResult:
     backend = local_backend_factory(StderrProgress())(config.local)
     started = time.perf_counter()
     try:
         await backend.ensure_loaded()
         loaded_ms = (time.perf_counter() - started) * 1000
         request = CompletionRequest(prefix="def add(a, b):\n    return", suffix="", max_tokens=8)
-        generated = "".join([chunk async for chunk in backend.complete(request)])
+        permit = gate.permit("local", remote=False, held=None)
+        generated = "".join([chunk async for chunk in backend.complete(request, permit=permit)])
         status = f"ok (loaded in {loaded_ms:.0f} ms, wrote {len(generated)} chars)"
         model = str(backend.model_path or "bundled")
         return ProbeResult("local", "local", model, "all", "-", status, loaded_ms, "-", True)

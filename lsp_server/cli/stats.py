@@ -150,7 +150,8 @@ def format_status(status: dict[str, Any]) -> str:
 
 
 def format_edit_traffic(status: dict[str, Any]) -> str:
-    """Next-edit traffic per `edit` endpoint: latency, and what became of the edits shown."""
+    """Next-edit traffic per `edit` endpoint: latency, what became of the edits shown, and
+    how much of the accepted ones was still there a while later (the kept rate)."""
     rows = []
     for e in status.get("endpoints", []):
         edit = e.get("edit")
@@ -167,6 +168,7 @@ def format_edit_traffic(status: dict[str, Any]) -> str:
                 edit.get("shown"),
                 edit.get("acceptance_rate"),
                 edit.get("dismissal_rate"),
+                edit.get("kept_rate"),
             )
         )
     if not rows:
@@ -182,6 +184,7 @@ def format_edit_traffic(status: dict[str, Any]) -> str:
             "shown",
             "accepted",
             "dismissed",
+            "kept",
         ],
         rows,
     )

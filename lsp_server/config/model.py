@@ -39,9 +39,14 @@ EndpointKind = Literal[
 # "inline": keystroke-level suggestions; "edit": next-edit predictions; "refactor": rewrites by
 # a reasoning model; "agent": chat with tools from the gateway (coding agents).
 Role = Literal["inline", "edit", "refactor", "agent"]
-# How a next-edit prediction is asked: Mercury's edit API, the prompts of the open Zeta and
-# Sweep models on a raw completions API, or an instruction on any chat API. Empty: the kind's.
-EditFormat = Literal["", "mercury", "zeta", "sweep", "chat"]
+# How a next-edit prediction is asked: Mercury's edit API, the prompts of the open Zeta (its
+# first form, or Zeta 2's) and Sweep models on a raw completions API, or an instruction on any
+# chat API. Empty: the kind's.
+EditFormat = Literal["", "mercury", "zeta", "zeta2", "sweep", "chat"]
+# How readily a predicted next edit is shown (`nextedit/edit_filter.py`): "high" drops only
+# whitespace-only edits and ones dismissed there a moment ago; "medium" also edits that undo
+# the last edit or rewrite what is being typed; "low" also edits far from the cursor or large.
+EditEagerness = Literal["low", "medium", "high"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.
 CHAT_MAX_TOKENS = 4096  # a refactor or chat answer, unless an endpoint caps it lower
@@ -110,10 +115,17 @@ class RoutingConfig:
     refactor_deadline_ms: int = field(
         default=120_000, metadata=key("budget of one refactor", check=POSITIVE, editor="free")
     )
-    # Budget of one next-edit prediction from remote endpoints (the local model has its own).
     edit_deadline_ms: int = field(
         default=800,
         metadata=key("budget of one next-edit prediction", check=POSITIVE, editor="free"),
+    )
+    edit_eagerness: EditEagerness = field(
+        default="medium",
+        metadata=key(
+            "how readily a predicted next edit is shown (high: all but whitespace and ones just "
+            "dismissed; low: not far from the cursor nor large)",
+            editor="free",
+        ),
     )
     offline: OfflineMode = field(
         default="auto",
@@ -139,7 +151,6 @@ class RoutingConfig:
             editor="stricter",
         ),
     )
-    # Share of inline requests that may be hedged; bounds the extra traffic hedging costs.
     max_hedge_ratio: float = field(
         default=0.2,
         metadata=key(
@@ -148,8 +159,6 @@ class RoutingConfig:
             editor="free",
         ),
     )
-    # Other open and edited files and the definitions of imported names join inline prompts
-    # (never a sensitive file, never a piece holding a secret).
     context: bool = field(
         default=True,
         metadata=key(
@@ -157,8 +166,6 @@ class RoutingConfig:
             editor="stricter",
         ),
     )
-    # A gateway chat that offers tools may be hedged only when this is true: a hedged request
-    # whose both answers call a tool would have the agent run it twice.
     hedge_tool_calls: bool = field(
         default=False,
         metadata=key("a gateway chat that offers tools may be hedged (a tool may then run twice)"),
@@ -198,7 +205,6 @@ LOCAL_MODEL_PRESET = Check(
 
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
-    # "auto", a name from LOCAL_MODEL_PRESETS, or empty for the bundled default; model_path wins
     model: str = field(
         default=LOCAL_MODEL_AUTO,
         metadata=key(
@@ -253,8 +259,6 @@ class LocalConfig:
             default="the preset's own (0 for every preset); 256 for a model_path",
         ),
     )
-    # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
-    # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
     tool_calls: LocalToolCalls = field(
         default="auto",
         metadata=key(
@@ -318,7 +322,6 @@ class EndpointConfig:
             default="the kind's (false for ollama and anthropic)",
         ),
     )
-    # Paths under base_url; empty: the kind's documented path (config/providers.py).
     fim_path: str = field(
         default="",
         metadata=key("the FIM call's path under base_url", check=URL_PATH, default="the kind's"),
@@ -327,16 +330,12 @@ class EndpointConfig:
         default="",
         metadata=key("the chat call's path under base_url", check=URL_PATH, default="the kind's"),
     )
-    # The upstream speaks the Responses API at this path: the gateway's `/v1/responses` passes
-    # requests for this endpoint through instead of bridging them onto chat completions.
     responses_path: str = field(
         default="",
         metadata=key(
             "the upstream's Responses API path: /v1/responses passes through to it", check=URL_PATH
         ),
     )
-    # Next-edit predictions (role "edit"): the prompt format and the path it is sent to;
-    # empty: the kind's (config/providers.py).
     edit_format: EditFormat = field(
         default="",
         metadata=key(
@@ -355,8 +354,6 @@ class EndpointConfig:
             default="64; 4096 without the inline role",
         ),
     )
-    # Context beyond the file in this endpoint's inline prompts; a file that sets none gets
-    # its kind's (config/providers.py: 1024, `llamacpp` 0).
     context_tokens: int = field(
         default=1024,
         metadata=key(
@@ -365,7 +362,6 @@ class EndpointConfig:
             default="the kind's: 1024, 0 for llamacpp",
         ),
     )
-    # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).
     chat_max_tokens: int = field(
         default=8192,
         metadata=key("gateway chat: the client's max_tokens up to this", check=POSITIVE),
@@ -441,8 +437,6 @@ class GatewayConfig:
     token_file: str = field(
         default="", metadata=key("a file of `client-name token` lines, one client per line")
     )
-    # "redis://host:6379/0" (or rediss://): gateways share latency samples, breakers and the
-    # hedge budget there; the password is read from the variable `state_password_env` names.
     state_url: str = field(
         default="",
         metadata=key("Redis where gateways share routing state and limits", check=STATE_URL),

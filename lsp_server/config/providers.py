@@ -66,7 +66,7 @@ def chat_path(endpoint: EndpointConfig) -> str:
 
 
 # Mercury's next-edit API (Inception's documented path), and the OpenAI completions path a
-# llama.cpp server answers raw prompts at (for the open Zeta and Sweep models).
+# llama.cpp server answers raw prompts at (for the open Zeta, Zeta 2 and Sweep models).
 MERCURY_EDIT_PATH = "/edit/completions"
 RAW_COMPLETIONS_PATH = {"llamacpp": "/v1/completions"}
 
@@ -87,7 +87,7 @@ def edit_path(endpoint: EndpointConfig) -> str:
     match edit_format(endpoint):
         case "mercury":
             return MERCURY_EDIT_PATH
-        case "zeta" | "sweep":
+        case "zeta" | "zeta2" | "sweep":
             return RAW_COMPLETIONS_PATH.get(endpoint.kind, "/completions")
         case _:
             return chat_path(endpoint)

@@ -95,7 +95,7 @@ class Gatherer:
         return gathered
 
     def _shareable(self, uri: str, excerpt: str = "", document: str = "") -> bool:
-        return self.privacy.excerpt_reason(uri, excerpt, document) is None
+        return self.privacy.may_join(uri, excerpt, document)
 
     def _chunk(
         self, event: DocumentEvent, relative: str, line: int, lines: int, kind: int
@@ -130,7 +130,7 @@ class Gatherer:
             for name in names or tuple(definitions):
                 definition = definitions.get(name)
                 # The module's path was judged in `_module`; each definition's text is here.
-                if definition is not None and not self.privacy.holds_secret(definition.text):
+                if definition is not None and self.privacy.may_join(uri, definition.text):
                     found.append(_definition_chunk(uri, relative, definition, via))
             return set(definitions)
 

@@ -73,6 +73,7 @@ from lsp_server.gateway.plumbing import (
 )
 from lsp_server.gateway.responses import Responses
 from lsp_server.gateway.sse import SSE_DONE, LastEvents, event_stream, sse_event
+from lsp_server.nextedit.zeta2_format import is_zeta2_prompt
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.suggest.service import Suggestion
 
@@ -150,6 +151,7 @@ class _Gateway:
         if self.clients:
             status.update(self.clients.status())
         status["limits"] = self.engine.limits.status()
+        status["privacy"] = {"withheld_pieces": self.engine.privacy.withheld}
         return JSONResponse(status)
 
     async def usage(self, request: Request) -> Response:
@@ -169,6 +171,8 @@ class _Gateway:
         body = parse_completion_body(parse_json_object(await read_body(request)))
         if body.suffix is None and is_zeta_prompt(body.prompt):
             return await self.edits.zeta(request, body)  # Zed's edit predictions
+        if body.suffix is None and is_zeta2_prompt(body.prompt):
+            return await self.edits.zeta2(request, body)  # ... in Zeta 2's and 2.1's forms
         try:
             pinned = pinned_endpoint(self.router.config, body.model, "inline")
         except Refused as refused:

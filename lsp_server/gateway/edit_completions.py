@@ -9,7 +9,9 @@ with no edit, the region unchanged (Mercury's own "no change" answer).
 
 A Zeta prompt on `POST /v1/completions` (Zed's `open_ai_compatible_api` provider with
 `prompt_format: "zeta"`) is read the same way and answered in the completions shape, the
-region between Zeta's markers in `choices[0].text`, which Zed reads back.
+region between Zeta's markers in `choices[0].text`, which Zed reads back. So are Zeta 2's and
+Zeta 2.1's (`zeta2`, `zeta2.1`: Seed-Coder prompts), recognised by their markers whatever the
+`model` says, and answered as Zed's `parse_zeta2_model_output` reads them.
 
 Both are metered as every generation route is (`metering.Admit`): admitted for the client's
 prompt and the most tokens the rewritten region may take, charged with what the answering
@@ -46,6 +48,7 @@ from lsp_server.gateway.sse import SSE_DONE, event_stream, sse_event
 from lsp_server.nextedit.mercury_format import MalformedPrompt, parse_mercury_prompt
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEdit
+from lsp_server.nextedit.zeta2_format import parse_zeta2_prompt, zeta2_answer
 from lsp_server.nextedit.zeta_format import parse_zeta_prompt, zeta_answer
 
 EDIT_MODEL = "gateway-ls"
@@ -102,13 +105,34 @@ class EditCompletions:
             parsed = parse_zeta_prompt(body.prompt)
         except ValueError as error:
             raise GatewayError(400, str(error), param="prompt") from None
+        return await self._completion(request, body, parsed, zeta_answer)
+
+    async def zeta2(self, request: Request, body: CompletionBody) -> Response:
+        """A Zeta 2 or 2.1 prompt sent to the completions API, answered as Zed reads it."""
+        try:
+            parsed = parse_zeta2_prompt(body.prompt)
+        except ValueError as error:
+            raise GatewayError(400, str(error), param="prompt") from None
+        return await self._completion(
+            request, body, parsed.request, lambda region: zeta2_answer(parsed, region)
+        )
+
+    async def _completion(
+        self,
+        request: Request,
+        body: CompletionBody,
+        parsed: EditRequest,
+        answer: Callable[[str], str],
+    ) -> Response:
+        """A next-edit prompt on the completions API: the region the edit leaves, written by
+        `answer` into `choices[0].text`."""
         origin = self._origin(request)
         edit_request = _located(parsed, origin)
         meter = await self._metered(
             request, origin, "text_completion", len(body.prompt), edit_request
         )
         edit = await cancel_on_disconnect(request, self._answer(edit_request, origin, body.model))
-        text = zeta_answer(_region_after(edit, edit_request))
+        text = answer(_region_after(edit, edit_request))
         ids = ResponseIds.new("cmpl")
         model = body.model or EDIT_MODEL
         usage = _usage(edit_request, text)

@@ -4,8 +4,9 @@ Zed's OpenAI-compatible edit-prediction provider (and other FIM clients written 
 family) send no `suffix`: they put prefix and suffix inside `prompt` between the markers of a
 `prompt_format`. Every FIM `prompt_format` Zed offers is read: `qwen` and `code_gemma` (same
 markers), `star_coder` (also what `infer` falls back to), `deepseek_coder`, `code_llama`,
-`codestral` and `glm`. (`zeta` and `zeta2` are next-edit prompts that ask for a rewritten
-region, not a fill-in-the-middle; they are answered as plain prompts.) The gateway chooses the
+`codestral` and `glm`. (`zeta`, `zeta2` and `zeta2.1` are next-edit prompts that ask for a
+rewritten region, not a fill-in-the-middle: the gateway recognises them by their markers and
+answers them as next edits, `gateway/edit_completions.py`.) The gateway chooses the
 model itself, so it splits the prompt back into prefix and suffix and lets each backend format
 them its own way.
 """

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from pygls.lsp.server import LanguageServer
+from typing import Protocol
+
+from lsprotocol import types
 
 
-def client_supports_progress(server: LanguageServer) -> bool:
+class KnowsTheClient(Protocol):
+    """A language server, as far as what the client said at `initialize` goes."""
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities: ...
+
+
+def client_supports_progress(server: KnowsTheClient) -> bool:
     try:
         window = server.client_capabilities.window
     except AttributeError:
@@ -13,7 +22,7 @@ def client_supports_progress(server: LanguageServer) -> bool:
     return bool(window and window.work_done_progress)
 
 
-def client_expands_snippets(server: LanguageServer) -> bool:
+def client_expands_snippets(server: KnowsTheClient) -> bool:
     try:
         item = server.client_capabilities.text_document.completion.completion_item  # type: ignore[union-attr]
     except AttributeError:  # a capability left out

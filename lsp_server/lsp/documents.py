@@ -13,10 +13,10 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
+from typing import Protocol
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument, Workspace
 
 _LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -117,7 +117,14 @@ def client_units(document: TextDocument, text: str) -> int:
     return units
 
 
-def open_document(ls: LanguageServer, uri: str) -> TextDocument | None:
+class HoldsDocuments(Protocol):
+    """A language server, as far as its documents go."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+
+def open_document(ls: HoldsDocuments, uri: str) -> TextDocument | None:
     """The open document for `uri`; pygls keys them by the percent-decoded URI."""
     document: TextDocument | None = ls.workspace.text_documents.get(unquote(uri))
     return document

@@ -16,7 +16,7 @@ from lsp_server.lsp.client_capabilities import client_supports_progress
 from lsp_server.progress import StderrProgress
 
 if TYPE_CHECKING:
-    from lsp_server.lsp.server import GatewayServer
+    from lsp_server.lsp.feature_server import FeatureServer
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class ModelProgress:
     """Called with (message, fraction) from the thread that loads the model; reports on the
     server's event loop."""
 
-    def __init__(self, ls: GatewayServer, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, ls: FeatureServer, loop: asyncio.AbstractEventLoop) -> None:
         self._ls = ls
         self._loop = loop
         self._token: str | None = None

@@ -17,13 +17,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 from lsp_server.after_answer import later
 from lsp_server.lsp.documents import offset_at, open_document, position_at
 from lsp_server.lsp.json_result import JsonResult
 
 if TYPE_CHECKING:
-    from lsp_server.lsp.server import GatewayServer
+    from lsp_server.lsp.feature_server import FeatureServer
     from lsp_server.nextedit.service import NextEdit
 
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
@@ -31,14 +32,12 @@ DID_SHOW_INLINE_EDIT = "textDocument/didShowInlineEdit"
 CMD_ACCEPT_INLINE_EDIT = "gatewayLs.didAcceptInlineEdit"
 CMD_DISMISS_INLINE_EDIT = "gatewayLs.didDismissInlineEdit"
 ACCEPT_TITLE = "Accept next edit"
-# Announced under `experimental` in the server's capabilities.
-EXPERIMENTAL_CAPABILITIES = {"copilotInlineEdit": True, "didShowInlineEdit": True}
 NO_EDITS = JsonResult(edits=[])
 
 
-def register_next_edit(server: GatewayServer) -> None:
+def register_next_edit(server: LanguageServer) -> None:
     @server.feature(COPILOT_INLINE_EDIT)
-    async def copilot_inline_edit(ls: GatewayServer, request: Any) -> dict[str, Any]:
+    async def copilot_inline_edit(ls: FeatureServer, request: Any) -> dict[str, Any]:
         """The next edit predicted at `{textDocument, position}`, as Copilot's server answers."""
         # The params as sent, plain JSON (`protocol.json_params_converter`).
         if not isinstance(request, Mapping):
@@ -52,7 +51,7 @@ def register_next_edit(server: GatewayServer) -> None:
         return await next_edit_at(ls, uri, version, position)
 
     @server.feature(DID_SHOW_INLINE_EDIT)
-    def did_show_inline_edit(ls: GatewayServer, params: Any) -> None:
+    def did_show_inline_edit(ls: FeatureServer, params: Any) -> None:
         """A proposed next edit was shown."""
         edit_id = _edit_id(params)
         if edit_id is not None and ls.has_engine:
@@ -63,19 +62,19 @@ def register_next_edit(server: GatewayServer) -> None:
     def accept_inline_edit(ls: Any, *args: Any) -> dict[str, Any]:
         """A proposed next edit was accepted (the command an edit carries)."""
         edit_id = _first_string(args)
-        counted = edit_id is not None and server.engine.next_edits.accepted(edit_id)
+        counted = edit_id is not None and ls.engine.next_edits.accepted(edit_id)
         return {"accepted": counted}
 
     @server.command(CMD_DISMISS_INLINE_EDIT)
     def dismiss_inline_edit(ls: Any, *args: Any) -> dict[str, Any]:
         """A proposed next edit was dismissed."""
         edit_id = _first_string(args)
-        counted = edit_id is not None and server.engine.next_edits.dismissed(edit_id)
+        counted = edit_id is not None and ls.engine.next_edits.dismissed(edit_id)
         return {"dismissed": counted}
 
 
 async def next_edit_at(
-    ls: GatewayServer, uri: str, version: object, position: types.Position
+    ls: FeatureServer, uri: str, version: object, position: types.Position
 ) -> dict[str, Any]:
     document = open_document(ls, uri)
     if document is None or (isinstance(version, int) and document.version != version):

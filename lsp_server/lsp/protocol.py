@@ -59,12 +59,16 @@ from lsp_server.after_answer import AfterAnswer
 from lsp_server.after_answer import opened as opened_after_answer
 from lsp_server.lsp.documents import LspWorkspace
 from lsp_server.lsp.json_result import JsonResult
-from lsp_server.lsp.next_edit import EXPERIMENTAL_CAPABILITIES
 
 if TYPE_CHECKING:
     from cattrs import Converter
 
 log = logging.getLogger(__name__)
+
+# The methods beyond the LSP specification this server answers, announced under `experimental`
+# in its capabilities (the next edit's, `lsp/next_edit.py`, in the Copilot language server's
+# words).
+EXPERIMENTAL_CAPABILITIES = {"copilotInlineEdit": True, "didShowInlineEdit": True}
 
 
 def json_params_converter() -> Converter:

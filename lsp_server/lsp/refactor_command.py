@@ -17,7 +17,7 @@ from lsp_server.lsp.documents import offset_at, open_document, position_at
 from lsp_server.lsp.errors import refactor_message
 
 if TYPE_CHECKING:
-    from lsp_server.lsp.server import GatewayServer
+    from lsp_server.lsp.feature_server import FeatureServer
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ INSTRUCTION_QUESTION_S = 600.0  # a person choosing; a client that never answers
 
 
 async def run_refactor_command(
-    ls: GatewayServer, args: tuple[Any, ...], *, request_id: object = None
+    ls: FeatureServer, args: tuple[Any, ...], *, request_id: object = None
 ) -> dict[str, Any]:
     """Validate the arguments, run the refactor with progress, apply the edit; never partial.
 
@@ -112,7 +112,7 @@ async def run_refactor_command(
     return {"applied": applied, "endpoint": result.endpoint, "edits": len(result.edits)}
 
 
-async def ask_instruction(ls: GatewayServer) -> str | None:
+async def ask_instruction(ls: FeatureServer) -> str | None:
     """The instruction for a refactor asked without one (editors with no input box: Neovim,
     Emacs): the person picks one of the ready instructions; None if they dismiss the question.
     A client that cannot ask gets the default instruction rather than an empty one."""
@@ -142,7 +142,7 @@ async def ask_instruction(ls: GatewayServer) -> str | None:
 class RefactorProgress:
     """Work-done progress for one refactor, cancellable from the editor's progress UI."""
 
-    def __init__(self, ls: GatewayServer, request_id: object = None) -> None:
+    def __init__(self, ls: FeatureServer, request_id: object = None) -> None:
         self._ls = ls
         self._request_id = request_id
         self._token: str | None = None

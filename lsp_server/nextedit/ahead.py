@@ -47,6 +47,7 @@ class Prepared:
     until: float
     # Each endpoint that may answer: the configuration its call was made for, and the call.
     calls: Mapping[str, tuple[EndpointConfig | None, EditCall]]
+    withheld: int = 0  # pieces of context left out for privacy
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,8 @@
-"""The person's recent edits, as unified diffs, oldest first, across the workspace's documents.
+"""The person's recent edits, as unified diffs, oldest first, across the workspace's documents:
+the one record of what the user changed, which the prompts, the filter of predicted edits
+(`edit_filter.py`: the lines the last edit removed and added, `changed_lines`) and the kept
+rate (`kept_rate.py`: a stretch of a document followed through the user's edits, `track`)
+all read.
 
 Edits arrive as `didChange` events, keystroke by keystroke. Keystrokes close together in one
 document (on one line, or the lines next to it) are one edit: the edit stays open while they
@@ -30,6 +34,7 @@ COALESCE_PAUSE_S = 2.0  # a pause this long ends an edit
 DIFF_CONTEXT_LINES = 3
 MAX_DOCUMENT_CHARS = 1_000_000  # larger documents are not followed
 MAX_DOCUMENTS = 64
+MAX_TRACKED_SPANS = 64  # stretches followed at once; the oldest is let go
 
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@", re.MULTILINE)
 _COMPARE_CHUNK = 4096
@@ -46,6 +51,29 @@ class _OpenEdit:
     changed_at: float
 
 
+@dataclass(slots=True)
+class TrackedSpan:
+    """A stretch `[start, end)` of a document, followed through the user's edits: it moves
+    with an edit before it and grows to cover an edit that touches it; `lost` once the
+    document was closed or its changes could not be followed."""
+
+    uri: str
+    start: int
+    end: int
+    lost: bool = False
+
+    def moved(self, start: int, end: int, inserted: int) -> None:
+        """The document's `[start, end)` was replaced by `inserted` characters. A change
+        that touches the span, an insertion at either of its ends included, belongs to it."""
+        delta = inserted - (end - start)
+        if end < self.start or (end == self.start and start < end):
+            self.start += delta
+            self.end += delta
+        elif start < self.end or (start == self.end and start == end):
+            self.start = min(self.start, start)
+            self.end = max(self.end, end) + delta
+
+
 @dataclass(frozen=True, slots=True)
 class _Closed:
     edit: HistoryEdit
@@ -58,6 +86,7 @@ class EditHistory:
         self._texts: dict[str, str] = {}
         self._open: _OpenEdit | None = None
         self._closed: deque[_Closed] = deque(maxlen=HISTORY_MAX_EDITS)
+        self._spans: deque[TrackedSpan] = deque()
 
     def opened(self, uri: str, text: str) -> None:
         if len(text) <= MAX_DOCUMENT_CHARS:
@@ -68,8 +97,10 @@ class EditHistory:
         client sent the whole text)."""
         before = self._texts.get(uri)
         if before is None or len(text) > MAX_DOCUMENT_CHARS:
+            self._lose(uri)
             self.opened(uri, text)
             return
+        self._move_spans(uri, before, text)
         now = self._clock()
         edit = self._open
         if (
@@ -93,6 +124,39 @@ class EditHistory:
         if self._open is not None and self._open.uri == uri:
             self._close()
         self._texts.pop(uri, None)
+        self._lose(uri)
+
+    def text(self, uri: str) -> str | None:
+        """The document as the last event left it; None when it is not followed."""
+        return self._texts.get(uri)
+
+    def track(self, uri: str, start: int, end: int) -> TrackedSpan | None:
+        """Follow `[start, end)` of the document at `uri` through the edits to come."""
+        if uri not in self._texts:
+            return None
+        span = TrackedSpan(uri, start, end)
+        self._spans.append(span)
+        while len(self._spans) > MAX_TRACKED_SPANS:
+            self._spans.popleft().lost = True
+        return span
+
+    def untrack(self, span: TrackedSpan) -> None:
+        if span in self._spans:
+            self._spans.remove(span)
+
+    def _move_spans(self, uri: str, before: str, after: str) -> None:
+        spans = [span for span in self._spans if span.uri == uri]
+        if not spans or before == after:
+            return
+        head = _common_prefix(before, after)
+        tail = _common_suffix(before, after, limit=min(len(before), len(after)) - head)
+        for span in spans:
+            span.moved(head, len(before) - tail, len(after) - tail - head)
+
+    def _lose(self, uri: str) -> None:
+        for span in [span for span in self._spans if span.uri == uri]:
+            span.lost = True
+            self._spans.remove(span)
 
     def recent(self) -> tuple[HistoryEdit, ...]:
         """The recent edits, oldest first, the one still open last, within the bounds."""
@@ -142,6 +206,22 @@ def _as_edit(edit: _OpenEdit) -> HistoryEdit | None:
     if not diff or len(diff) > HISTORY_MAX_EDIT_CHARS:
         return None
     return HistoryEdit(edit.uri, edit.path, diff)
+
+
+def changed_lines(diff: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines a unified diff removes and the lines it adds, in order, without their
+    `-`/`+` (the file header before the first hunk left out)."""
+    removed: list[str] = []
+    added: list[str] = []
+    in_hunks = False
+    for line in diff.split("\n"):
+        if line.startswith("@@"):
+            in_hunks = True
+        elif in_hunks and line.startswith("-"):
+            removed.append(line[1:])
+        elif in_hunks and line.startswith("+"):
+            added.append(line[1:])
+    return tuple(removed), tuple(added)
 
 
 def unified_diff(path: str, before: str, after: str, context: int = DIFF_CONTEXT_LINES) -> str:

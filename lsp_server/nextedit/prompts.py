@@ -7,7 +7,13 @@ from dataclasses import replace
 from lsp_server.backends.base import EditCall
 from lsp_server.config.model import EditFormat, EndpointConfig
 from lsp_server.config.providers import edit_format, edit_path
-from lsp_server.nextedit import chat_format, mercury_format, sweep_format, zeta_format
+from lsp_server.nextedit import (
+    chat_format,
+    mercury_format,
+    sweep_format,
+    zeta2_format,
+    zeta_format,
+)
 from lsp_server.nextedit.region import CONTEXT_LINES, LOCAL_CONTEXT_LINES, context_window
 from lsp_server.nextedit.request import EditRequest
 
@@ -32,6 +38,10 @@ def edit_call(request: EditRequest, endpoint: EndpointConfig | None) -> EditCall
         context = context_window(request.text, request.region, zeta_format.ZETA_CONTEXT_LINES)
         prompt = zeta_format.zeta_prompt(request, context)
         return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=zeta_format.STOP)
+    if form == "zeta2":
+        context = context_window(request.text, request.region, CONTEXT_LINES)
+        prompt = zeta2_format.zeta2_prompt(request, context)
+        return EditCall(path, prompt=prompt, max_tokens=max_tokens, stop=zeta2_format.STOP)
     lines = LOCAL_CONTEXT_LINES if endpoint is None else CONTEXT_LINES
     if endpoint is None:
         request = replace(request, snippets=())
@@ -53,6 +63,8 @@ def read_answer(form: EditFormat, answer: str) -> str | None:
     match form:
         case "zeta":
             return zeta_format.read_zeta_answer(answer)
+        case "zeta2":
+            return zeta2_format.read_zeta2_answer(answer)
         case "sweep":
             return sweep_format.read_sweep_answer(answer)
         case "mercury":

@@ -19,6 +19,18 @@ class HistoryEdit:
     path: str  # as prompts name the file
     diff: str
 
+    @property
+    def lines(self) -> str:
+        """The diff's lines as they stand in the file, before and after, without the diff's
+        own marks (`+`, `-`, the headers): what privacy rules that read a line from its start
+        (a `.pgpass` line, a `KEY=value`) are run over."""
+        kept = []
+        for line in self.diff.splitlines():
+            if line.startswith(("--- ", "+++ ", "@@")):
+                continue
+            kept.append(line[1:] if line[:1] in "+- " else line)
+        return "\n".join(kept)
+
 
 @dataclass(frozen=True, slots=True)
 class EditRequest:

@@ -13,18 +13,21 @@ import asyncio
 import itertools
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lsp_server.backends.base import ContextChunk, EditCall, Usage
 from lsp_server.config.model import EndpointConfig
 from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.nextedit.ahead import PAUSE_S, Ahead, Prepared
+from lsp_server.nextedit.edit_filter import EditFilter
 from lsp_server.nextedit.edits import OutsideTheRegion, hull, region_edits
 from lsp_server.nextedit.history import EditHistory
+from lsp_server.nextedit.kept_rate import KEPT_WINDOW_S, KeptRate
 from lsp_server.nextedit.prompts import edit_call, format_of, read_answer
 from lsp_server.nextedit.region import context_window, editable_region
 from lsp_server.nextedit.request import EditRequest
+from lsp_server.permit import Permit
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
 from lsp_server.routing.endpoint_pool import Endpoint
@@ -58,6 +61,10 @@ class NextEdit:
     unavailable: Refused | None = None
     usage: Usage | None = None  # the answering call's counts
     tokens: int = 0  # tokens the answer took
+    # Pieces of context (other documents' edits, snippets) left out because they were
+    # sensitive or held a secret: a count, never their content.
+    withheld: int = 0
+    replaced: str = ""  # the text `hull` replaces
 
 
 class NextEditService:
@@ -68,13 +75,18 @@ class NextEditService:
         context: ContextStore | None = None,
         *,
         prepare_after_s: float = PAUSE_S,
+        kept_window_s: float = KEPT_WINDOW_S,
     ) -> None:
-        """`prepare_after_s`: the pause in typing after which a request is prepared."""
+        """`prepare_after_s`: the pause in typing after which a request is prepared;
+        `kept_window_s`: how long after an acceptance the kept rate is measured."""
         self.router = router
         self.privacy = privacy
         self.context = context
         self.history = EditHistory()
-        self._shown: OrderedDict[str, str] = OrderedDict()  # id -> endpoint, awaiting an outcome
+        self.filter = EditFilter()
+        self.kept = KeptRate(self.history, router.edit_outcomes, window_s=kept_window_s)
+        # id -> (uri, edit), awaiting an outcome
+        self._shown: OrderedDict[str, tuple[str, NextEdit]] = OrderedDict()
         self._last_shown: dict[str, str] = {}  # uri -> id of the edit last shown there
         self._ahead = Ahead(self._prepared, pause_s=prepare_after_s)
         self._events = 0  # document events seen: each changes the history a prompt carries
@@ -118,7 +130,13 @@ class NextEditService:
         state = self._state()
         prepared = self._ahead.take(uri, text, offset, language, state, self.history.now())
         if prepared is not None:
-            return await self._route(prepared.request, prepared.stay_local, pinned, prepared.calls)
+            return await self._route(
+                prepared.request,
+                prepared.stay_local,
+                pinned,
+                prepared.calls,
+                withheld=prepared.withheld,
+            )
         request = self._assemble(uri, text, offset, language)
         return await self.answer(request, pinned=pinned)
 
@@ -128,7 +146,8 @@ class NextEditService:
         """The next edit for an assembled request (a gateway client's prompt, or `predict`'s);
         `sensitive` is the client saying so itself."""
         stay_local = Reason.SENSITIVE if sensitive else self._privacy(request)
-        return await self._route(request, stay_local, pinned)
+        request, withheld = self._shareable(request, stay_local)
+        return await self._route(request, stay_local, pinned, withheld=withheld)
 
     def _assemble(self, uri: str, text: str, offset: int, language: str) -> EditRequest:
         region = editable_region(text, offset)
@@ -167,7 +186,8 @@ class NextEditService:
             await asyncio.sleep(0)
             if self._state() != state:
                 return None
-            stay_local = self._parts_reason(request)
+            stay_local = self._own_history_reason(request)
+        request, withheld = self._shareable(request, stay_local)
         answerers = self.router.answerers("edit", stay_local)
         local = (answerers.local,) if answerers.local is not None else ()
         calls = {
@@ -176,7 +196,7 @@ class NextEditService:
         if answerers.local is not None and answerers.local_must_answer:
             self._read_ahead_locally(calls[answerers.local.name][1])
         until = self.history.recent_until()
-        return Prepared(request, stay_local, state, until, calls)
+        return Prepared(request, stay_local, state, until, calls, withheld)
 
     def _read_ahead_locally(self, call: EditCall) -> None:
         """The local model alone will answer (offline, or a sensitive document): it reads the
@@ -192,15 +212,18 @@ class NextEditService:
         stay_local: Reason | None,
         pinned: str | None,
         calls: Mapping[str, tuple[EndpointConfig | None, EditCall]] | None = None,
+        *,
+        withheld: int = 0,
     ) -> NextEdit:
-        """`calls`: each endpoint's call made ahead, used while its configuration stands."""
+        """`calls`: each endpoint's call made ahead, used while its configuration stands;
+        `withheld`: pieces of context left out for privacy."""
         answer_tokens = len(request.region_text) // 2 + 64
 
-        def ask(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
+        def ask(endpoint: Endpoint, usage: Usage, permit: Permit) -> AsyncIterator[str]:
             made = calls.get(endpoint.name) if calls is not None else None
             if made is not None and made[0] is endpoint.config:
-                return endpoint.backend.edit(made[1], usage)
-            return endpoint.backend.edit(edit_call(request, endpoint.config), usage)
+                return endpoint.backend.edit(made[1], usage, permit=permit)
+            return endpoint.backend.edit(edit_call(request, endpoint.config), usage, permit=permit)
 
         routed = await self.router.edit(
             ask,
@@ -225,7 +248,7 @@ class NextEditService:
         unavailable = None
         if routed.endpoint is None and not routed.timed_out:
             unavailable = self.router.answerers("edit", stay_local).unavailable("edit")
-        return NextEdit(
+        edit = NextEdit(
             id=str(next(_ids)),
             edits=tuple(edits),
             region=request.region,
@@ -240,7 +263,19 @@ class NextEditService:
             unavailable=unavailable,
             usage=routed.usage,
             tokens=routed.tokens,
+            withheld=withheld,
         )
+        return self._screened(request, edit)
+
+    def _screened(self, request: EditRequest, edit: NextEdit) -> NextEdit:
+        """The edit as it may be shown: dropped when the filter says it is not worth it."""
+        if edit.hull is None:
+            return edit
+        eagerness = self.router.config.routing.edit_eagerness
+        why = self.filter.verdict(request, edit.edits, eagerness)
+        if why is not None:
+            return replace(edit, edits=(), new_region=None, hull=None, dropped=why)
+        return replace(edit, replaced=request.text[edit.hull.start : edit.hull.end])
 
     # -- what became of an edit -------------------------------------------------------------
 
@@ -248,43 +283,50 @@ class NextEditService:
         """An edit went to a client, which may show it."""
         if edit.endpoint is None or not edit.edits:
             return
-        self._shown[edit.id] = edit.endpoint
+        self._shown[edit.id] = (uri, edit)
         self._shown.move_to_end(edit.id)
         while len(self._shown) > MAX_PENDING_OUTCOMES:
             self._shown.popitem(last=False)
         self._last_shown[uri] = edit.id
 
     def shown(self, edit_id: str) -> None:
-        endpoint = self._shown.get(edit_id)
-        if endpoint is not None:
-            self.router.edit_outcomes.shown[endpoint] += 1
+        shown = self._shown.get(edit_id)
+        if shown is not None and shown[1].endpoint is not None:
+            self.router.edit_outcomes.shown[shown[1].endpoint] += 1
 
     def accepted(self, edit_id: str) -> bool:
-        endpoint = self._shown.pop(edit_id, None)
-        if endpoint is None:
+        """Counted, and the kept rate measured once its window is over."""
+        uri, edit = self._shown.pop(edit_id, (None, None))
+        if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.accepted[endpoint] += 1
+        self.router.edit_outcomes.accepted[edit.endpoint] += 1
+        self.kept.accepted(edit.endpoint, uri, edit.hull.start, edit.replaced, edit.hull.text)
         return True
 
-    def dismissed(self, edit_id: str) -> bool:
-        endpoint = self._shown.pop(edit_id, None)
-        if endpoint is None:
+    def dismissed(self, edit_id: str, *, passed_over: bool = False) -> bool:
+        """Counted; dismissed by the user (not `passed_over`), not shown again at the same
+        place for a while."""
+        uri, edit = self._shown.pop(edit_id, (None, None))
+        if uri is None or edit is None or edit.endpoint is None or edit.hull is None:
             return False
-        self.router.edit_outcomes.dismissed[endpoint] += 1
+        self.router.edit_outcomes.dismissed[edit.endpoint] += 1
+        if not passed_over:
+            self.filter.dismissed(uri, edit.replaced, edit.hull.text)
         return True
 
     def _dismiss_unanswered(self, uri: str) -> None:
         """A new request where an edit was shown and not accepted: it was passed over."""
         previous = self._last_shown.pop(uri, None)
         if previous is not None:
-            self.dismissed(previous)
+            self.dismissed(previous, passed_over=True)
 
     # -- privacy ------------------------------------------------------------------------------
 
     def _privacy(self, request: EditRequest) -> Reason | None:
-        """Every part of the prompt: the file around the region (its path and contents), each
-        recent edit (its file, judged once for all its edits, and its diff) and each snippet."""
-        return self._window_reason(request) or self._parts_reason(request)
+        """Why what the request is about must stay here: the file around the region (its
+        path and contents) and this document's own recent edits, which go whole or not at
+        all. What only adds context is `_shareable`'s."""
+        return self._window_reason(request) or self._own_history_reason(request)
 
     def _window_reason(self, request: EditRequest) -> Reason | None:
         window = context_window(request.text, request.region)
@@ -292,19 +334,32 @@ class NextEditService:
             request.uri, request.text, window[0], request.cursor, window[1]
         )
 
-    def _parts_reason(self, request: EditRequest) -> Reason | None:
-        diffs: dict[str, list[str]] = {}
-        for edit in request.history:
-            diffs.setdefault(edit.uri, []).append(edit.diff)
-        for uri, texts in diffs.items():
-            reason = self.privacy.texts_reason(uri, texts)
-            if reason is not None:
-                return reason
-        for chunk in request.snippets:
-            reason = self.privacy.text_reason(chunk.path, chunk.text)
-            if reason is not None:
-                return reason
-        return None
+    def _own_history_reason(self, request: EditRequest) -> Reason | None:
+        own = [edit.lines for edit in request.history if edit.uri == request.uri]
+        return self.privacy.texts_reason(request.uri, own) if own else None
+
+    def _shareable(
+        self, request: EditRequest, stay_local: Reason | None
+    ) -> tuple[EditRequest, int]:
+        """`request` without the context that may not leave the machine (another document's
+        recent edit, a snippet: from a sensitive path or holding a secret), and how many
+        pieces that was; the rule is the privacy guard's (`may_join`). A request that stays
+        here anyway keeps all of it. A client's own Mercury messages, which carry every
+        piece, give way to a prompt written from what is left."""
+        if self.router.gate.verdict(stay_local) is not None:
+            return request, 0
+        history = tuple(
+            edit
+            for edit in request.history
+            if edit.uri == request.uri or self.privacy.may_join(edit.uri, edit.lines)
+        )
+        snippets = tuple(
+            chunk for chunk in request.snippets if self.privacy.may_join(chunk.path, chunk.text)
+        )
+        withheld = len(request.history) - len(history) + len(request.snippets) - len(snippets)
+        if not withheld:
+            return request, 0
+        return replace(request, history=history, snippets=snippets, mercury_messages=()), withheld
 
     def _path(self, uri: str) -> str:
         path = self.context.workspace_path(uri) if self.context is not None else ""

@@ -57,6 +57,9 @@ class PrivacyGuard:
         self._policy = SensitivityPolicy(())
         self._memos: OrderedDict[str, SecretMemo] = OrderedDict()
         self._conversations = ConversationMemo()
+        # Pieces of context left out of prompts by `may_join` since start: a count, never
+        # what they held (`gatewayLs.status`).
+        self.withheld = 0
 
     def window_reason(
         self, uri: str, text: str, start: int, cursor: int, end: int
@@ -129,10 +132,17 @@ class PrivacyGuard:
             verdict = _private_key_anywhere(document)
         return self._reason(uri, verdict)
 
-    def holds_secret(self, excerpt: str) -> bool:
-        """Whether `excerpt` holds a secret, whatever `redact_secrets` says: the content half
-        of `excerpt_reason`, for pieces of a file whose path was judged already."""
-        return first_secret(excerpt) is not None
+    def may_join(self, uri: str, piece: str, document: str = "") -> bool:
+        """The one rule for what only adds context to a request (a snippet, a chunk of an
+        open file, another document's recent edit, an imported definition): it joins the
+        prompt unless `excerpt_reason` rules it out (a sensitive path, a secret in it, a
+        private key in its `document`); a piece left out is counted and the request goes on
+        without it. What a request is about is judged whole instead (`window_reason`,
+        `texts_reason`, `conversation_reason`): it goes whole or stays here."""
+        if self.excerpt_reason(uri, piece, document) is None:
+            return True
+        self.withheld += 1
+        return False
 
     def forget(self, uri: str) -> None:
         self._memos.pop(uri, None)

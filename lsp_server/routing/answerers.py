@@ -1,7 +1,8 @@
 """Who can answer a request: the one place that decides between the remotes and the local model.
 
 Routing rules 1, 3 and 4 of `docs/architecture.md`: a request that must stay on this machine
-(sensitive, or inline while offline) has the local model alone; otherwise the remote endpoints
+(the gate's verdict, `routing/gate.py`, or inline while offline is detected) has the local
+model alone; otherwise the remote endpoints
 of its role serve it, chat falling back to the inline endpoints when no `refactor` endpoint is
 configured, and the local model after them. The router ranks what this returns; the front doors
 ask it why nothing can serve a request before trying (a 503 at the gateway, the model loaded
@@ -80,8 +81,8 @@ def who_answers(
 ) -> Answerers:
     """The endpoints that may serve a request of `role`.
 
-    `stay_local` is the privacy verdict (None: the request may leave the machine); `offline`
-    is whether inline traffic is held on this machine now (detected, or `offline = "always"`).
+    `stay_local` is the gate's verdict (None: the request may leave the machine); `offline`
+    is whether inline traffic is held on this machine now, offline being detected.
     """
     model = pool.local_model
     state = model.state if model is not None else None

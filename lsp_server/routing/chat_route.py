@@ -33,9 +33,9 @@ from lsp_server.config.model import Config
 from lsp_server.config.model_names import AUTO, AUTOMATIC_MODELS, LOCAL, TASK_CLASSES, unknown_model
 from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
-from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
-from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
+from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, healthy_first
+from lsp_server.routing.gate import Gate
 from lsp_server.routing.sequential_route import SequentialPlan, capped
 
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
@@ -44,9 +44,10 @@ PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
 class ChatRoute:
     """Chooses the endpoints for one chat (the `Router`'s sequential route asks them)."""
 
-    def __init__(self, pool: EndpointPool, *, config: Callable[[], Config]) -> None:
+    def __init__(self, pool: EndpointPool, *, config: Callable[[], Config], gate: Gate) -> None:
         self._pool = pool
         self._config = config
+        self._gate = gate
 
     # -- choosing --------------------------------------------------------------------------
 
@@ -55,7 +56,10 @@ class ChatRoute:
     ) -> SequentialPlan:
         """The endpoints to ask for `request`, in order. Raises `Refused` when there is
         nothing to ask (`model_not_found`, `model_not_supported`, `no_endpoint_available`,
-        `tools_not_supported`)."""
+        `tools_not_supported`). `local_only`: why the conversation must stay here, as the
+        chat service found it; the gate adds the offline mode."""
+        held = local_only
+        local_only = self._gate.verdict(held)
         model = model or AUTO
         if model in AUTOMATIC_MODELS:
             model = AUTO
@@ -72,9 +76,9 @@ class ChatRoute:
             )
         if local_only is not None or model == LOCAL:
             why = local_only or Reason.PINNED  # `local` names the local model
-            return self._plan(self._local_only(request, local_only), why, may_hedge=False)
+            return self._plan(self._local_only(request, local_only), why, held, may_hedge=False)
         if named is not None:
-            return self._plan([named], Reason.PINNED, may_hedge=False)
+            return self._plan([named], Reason.PINNED, held, may_hedge=False)
         remotes, reason = self._class_endpoints(model)
         local = self._pool.local
         candidates = remotes + ([local] if local is not None else [])
@@ -84,15 +88,21 @@ class ChatRoute:
                 "no endpoint serves chat and the local model is disabled ([local] enabled = false)",
             )
         may_hedge = not request.tools or self._config().routing.hedge_tool_calls
-        return self._plan(candidates, reason, may_hedge=may_hedge and len(remotes) > 1)
+        return self._plan(candidates, reason, held, may_hedge=may_hedge and len(remotes) > 1)
 
     def _plan(
-        self, candidates: list[Endpoint], reason: Reason, *, may_hedge: bool
+        self,
+        candidates: list[Endpoint],
+        reason: Reason,
+        held: Reason | None,
+        *,
+        may_hedge: bool,
     ) -> SequentialPlan:
         return SequentialPlan(
             kind=DecisionKind.CHAT,
             candidates=candidates,
             reason=reason,
+            held=held,
             deadline_s=self._config().routing.refactor_deadline_ms / 1000,
             may_hedge=may_hedge,
             bounded=_chat_bounded,
@@ -103,7 +113,8 @@ class ChatRoute:
         remotes = [e for e in self._pool.all() if not e.is_local]
         if model == "reasoning":
             chosen = [e for e in remotes if "refactor" in e.roles]
-            return _healthy_first(chosen), Reason.CONFIGURED
+            healthy, tripped = healthy_first(chosen)
+            return healthy + tripped, Reason.CONFIGURED
         if model == "fast":
             return self._by_latency([e for e in remotes if self._chats(e)]), Reason.FASTEST
         agents = [e for e in remotes if "agent" in e.roles]
@@ -135,8 +146,7 @@ class ChatRoute:
         def expected(endpoint: Endpoint) -> float:
             return endpoint.stats.expected_ms(PRIOR_MS * (1 + 0.05 * order[endpoint.name]))
 
-        healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
-        tripped = [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
+        healthy, tripped = healthy_first(endpoints)
         return sorted(healthy, key=expected) + sorted(tripped, key=expected)
 
     def _local_only(self, request: ChatRequest, local_only: Reason | None) -> list[Endpoint]:
@@ -159,11 +169,6 @@ class ChatRoute:
                 "calling); configure a local model whose template has, or send no tools",
             )
         return [local]
-
-
-def _healthy_first(endpoints: list[Endpoint]) -> list[Endpoint]:
-    healthy = [e for e in endpoints if e.breaker.state is not BreakerState.OPEN]
-    return healthy + [e for e in endpoints if e not in healthy]
 
 
 def _chat_bounded(request: ChatRequest, endpoint: Endpoint) -> ChatRequest:

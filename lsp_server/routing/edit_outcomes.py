@@ -1,4 +1,5 @@
-"""What became of the next edits shown: accepted or dismissed, per endpoint that proposed them."""
+"""What became of the next edits shown: accepted or dismissed, per endpoint that proposed them,
+and how much of the accepted ones the user kept (`nextedit/kept_rate.py` measures it)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,22 @@ class EditOutcomes:
         self.shown: Counter[str] = Counter()
         self.accepted: Counter[str] = Counter()
         self.dismissed: Counter[str] = Counter()
+        self.kept_chars: Counter[str] = Counter()
+        self.inserted_chars: Counter[str] = Counter()
+
+    def kept(self, endpoint: str, kept: int, inserted: int) -> None:
+        """Of the `inserted` characters of an accepted edit, `kept` were still there later."""
+        self.kept_chars[endpoint] += kept
+        self.inserted_chars[endpoint] += inserted
 
     def status(self, endpoint: str) -> dict[str, Any]:
         shown = self.shown[endpoint]
+        inserted = self.inserted_chars[endpoint]
         return {
             "shown": shown,
             "accepted": self.accepted[endpoint],
             "dismissed": self.dismissed[endpoint],
             "acceptance_rate": round(self.accepted[endpoint] / shown, 3) if shown else None,
             "dismissal_rate": round(self.dismissed[endpoint] / shown, 3) if shown else None,
+            "kept_rate": round(self.kept_chars[endpoint] / inserted, 3) if inserted else None,
         }

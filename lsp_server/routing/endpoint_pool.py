@@ -19,7 +19,7 @@ from lsp_server.backends.base import Backend
 from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Price
 from lsp_server.config.model_names import LOCAL
-from lsp_server.routing.circuit_breaker import CircuitBreaker
+from lsp_server.routing.circuit_breaker import BreakerState, CircuitBreaker
 from lsp_server.routing.latency_stats import EndpointStats
 from lsp_server.routing.stats_snapshot import StatsSnapshot, endpoint_key
 
@@ -70,6 +70,13 @@ class Endpoint:
     @property
     def price(self) -> Price:
         return self.config.price_per_mtok if self.config else Price()
+
+
+def healthy_first(endpoints: list[Endpoint]) -> tuple[list[Endpoint], list[Endpoint]]:
+    """The endpoints whose breaker is closed, and those whose breaker is open or probing (a
+    last resort), each in the order given: the one split every route ranks within."""
+    healthy = [e for e in endpoints if e.breaker.state is BreakerState.CLOSED]
+    return healthy, [e for e in endpoints if e.breaker.state is not BreakerState.CLOSED]
 
 
 class EndpointPool:

@@ -10,10 +10,40 @@ the ratio cover a short bad patch at once. Gateways that share state share one b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
+
+from lsp_server.routing.latency_stats import EndpointStats
 
 EXPLORATION_SHARE = 0.25  # of the hedge budget, at most, for explorations riding along
 HEDGE_BURST = 5  # hedges allowed beyond the ratio, so a short bad patch is covered at once
+ADAPTIVE_HEDGE_MIN_SAMPLES = 10  # first-token samples before the hedge delay adapts
+ADAPTIVE_HEDGE_FLOOR_MS = 15.0  # never hedge sooner than this
+
+
+@overload
+def hedge_delay_s(primary: EndpointStats, configured_ms: float) -> float: ...
+@overload
+def hedge_delay_s(primary: EndpointStats, configured_ms: None) -> float | None: ...
+def hedge_delay_s(primary: EndpointStats, configured_ms: float | None) -> float | None:
+    """When to ask the next endpoint beside a primary with these statistics, for every route
+    that hedges: the primary's 95th-percentile time to a first token once it has
+    `ADAPTIVE_HEDGE_MIN_SAMPLES` of them (never sooner than the floor, never later than
+    `configured_ms`), else `configured_ms` (None: a route with no configured delay does not
+    hedge until the primary's tail is known).
+
+    Waiting out the full delay on a straggler is what makes the tail; hedging once the primary
+    is slower than nineteen times in twenty bounds it, and leaves most of the hedge budget for
+    the stragglers themselves (hedging at the p90 spent it on the ordinary tail).
+    """
+    p95 = None
+    if len(primary.recent_first_token_ms) >= ADAPTIVE_HEDGE_MIN_SAMPLES:
+        p95 = primary.first_token_percentile(0.95)
+    if p95 is None:
+        return None if configured_ms is None else configured_ms / 1000
+    delay_ms = max(ADAPTIVE_HEDGE_FLOOR_MS, p95)
+    if configured_ms is not None:
+        delay_ms = min(configured_ms, delay_ms)
+    return delay_ms / 1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,17 @@ from dataclasses import dataclass, field
 
 from lsp_server.backends.base import BackendError, CompletionRequest, Usage, unexpected_failure
 from lsp_server.config.model import Role
+from lsp_server.permit import Permit
+from lsp_server.routing.attempt import Attempt
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import StaysHome
 
-# The call an attempt makes: the endpoint's streamed text, its counts noted in the `Usage`.
-TextCall = Callable[[Endpoint, Usage], AsyncIterator[str]]
+# The call an attempt makes: the endpoint's streamed text, its counts noted in the `Usage`,
+# under the gate's permit.
+TextCall = Callable[[Endpoint, Usage, Permit], AsyncIterator[str]]
+# The gate's permit for one endpoint of this request, or `StaysHome` (routing/gate.py).
+Permits = Callable[[Endpoint], Permit]
 # Whether the text so far is all the caller can use (reading on would only spend the deadline).
 Enough = Callable[[str], bool]
 
@@ -52,8 +58,8 @@ class RaceRequest:
 def completion_race(request: CompletionRequest) -> RaceRequest:
     """An inline suggestion: a fill-in-the-middle completion of `request`."""
 
-    def call(endpoint: Endpoint, usage: Usage) -> AsyncIterator[str]:
-        return endpoint.backend.complete(request, usage)
+    def call(endpoint: Endpoint, usage: Usage, permit: Permit) -> AsyncIterator[str]:
+        return endpoint.backend.complete(request, usage, permit=permit)
 
     return RaceRequest(
         role="inline",
@@ -84,17 +90,11 @@ def _never_enough(text: str) -> bool:
     return False
 
 
-@dataclass(slots=True)
-class Attempt:
-    endpoint: Endpoint
-    started_at: float
-    hedge: bool
-    usage: Usage = field(default_factory=Usage)
+@dataclass(slots=True, kw_only=True)
+class RaceAttempt(Attempt):
+    """An attempt of the race: its text so far, and the task that runs it."""
+
     parts: list[str] = field(default_factory=list)
-    first_token_at: float | None = None
-    finished_at: float | None = None
-    error: BackendError | None = None
-    cancelled: bool = False  # stopped because another attempt won, or at the deadline
     task: asyncio.Task[None] | None = None
     measuring: bool = False  # an exploration: lost, it still runs to its first token
 
@@ -102,21 +102,17 @@ class Attempt:
     def text(self) -> str:
         return "".join(self.parts)
 
-    @property
-    def succeeded(self) -> bool:
-        return self.finished_at is not None and self.error is None and not self.cancelled
-
 
 @dataclass(slots=True)
 class RaceOutcome:
-    winner: Attempt | None
-    attempts: list[Attempt]
+    winner: RaceAttempt | None
+    attempts: list[RaceAttempt]
     text: str
     timed_out: bool
     hedged: bool
     # Explorations that lost before their first token and still run to it (their task ends
     # there); the caller awaits them within the deadline and records what they measured.
-    measuring: list[Attempt] = field(default_factory=list)
+    measuring: list[RaceAttempt] = field(default_factory=list)
 
 
 class InlineRace:
@@ -125,6 +121,7 @@ class InlineRace:
         call: TextCall,
         candidates: list[Endpoint],
         *,
+        permits: Permits,
         enough: Enough = _never_enough,
         hedge_after_s: float,
         deadline_s: float,
@@ -135,21 +132,27 @@ class InlineRace:
         on_attempt: Callable[[str], None] | None = None,
     ) -> None:
         self._call = call
+        self._permits = permits
         self._enough = enough
         self._measure_riders = measure_riders and on_text is None
         self._decided = False
         self._on_text = on_text
         self._on_attempt = on_attempt
-        self._committed: Attempt | None = None
+        self._committed: RaceAttempt | None = None
         self._queue = list(candidates)
         self._hedge_after_s = hedge_after_s
         self._deadline_s = deadline_s
         self._may_hedge = may_hedge
         self._parallel = parallel
-        self._attempts: list[Attempt] = []
+        self._attempts: list[RaceAttempt] = []
         self._hedged = False  # another endpoint was asked: a rider, or a hedge against slowness
         self._straggler_hedged = False
         self._wake = asyncio.Event()
+
+    @property
+    def attempts(self) -> list[RaceAttempt]:
+        """The attempts made so far, in the order they started."""
+        return list(self._attempts)
 
     async def run(self) -> RaceOutcome:
         if self._parallel == 1 and len(self._queue) == 1:
@@ -201,11 +204,15 @@ class InlineRace:
         """One candidate and no rider: nothing to hedge with or fall back to, so its attempt
         runs in this task under the deadline, without a task of its own and the wake-ups
         between the two (the same outcome as the race's loop gives)."""
-        attempt = Attempt(endpoint=self._queue.pop(0), started_at=time.monotonic(), hedge=False)
+        taken = self._next_permitted()
+        if taken is None:
+            return self._outcome(None, "", timed_out=False)
+        endpoint, permit = taken
+        attempt = RaceAttempt(endpoint=endpoint, hedge=False)
         self._attempts.append(attempt)
         try:
             async with asyncio.timeout(self._deadline_s):
-                await self._drive(attempt)
+                await self._drive(attempt, permit)
         except TimeoutError:
             return self._outcome(None, _usable_partial([attempt]), timed_out=True)
         finally:
@@ -213,7 +220,7 @@ class InlineRace:
         winner = attempt if attempt.succeeded else None
         return self._outcome(winner, winner.text if winner else "", timed_out=False)
 
-    def _should_hedge(self, now: float, hedge_at: float, running: list[Attempt]) -> bool:
+    def _should_hedge(self, now: float, hedge_at: float, running: list[RaceAttempt]) -> bool:
         """Once, when nothing running has a first token by `hedge_at`: a rider asked from the
         start is no hedge against the primary straggling (both may be slow)."""
         if not self._may_hedge or self._straggler_hedged or now < hedge_at or not self._queue:
@@ -221,18 +228,28 @@ class InlineRace:
         return all(a.first_token_at is None for a in running)
 
     def _launch(self, *, hedge: bool, measuring: bool = False) -> bool:
-        if not self._queue:
+        taken = self._next_permitted()
+        if taken is None:
             return False
-        endpoint = self._queue.pop(0)
-        attempt = Attempt(
-            endpoint=endpoint, started_at=time.monotonic(), hedge=hedge, measuring=measuring
-        )
-        attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt))
+        endpoint, permit = taken
+        attempt = RaceAttempt(endpoint=endpoint, hedge=hedge, measuring=measuring)
+        attempt.task = asyncio.get_running_loop().create_task(self._drive(attempt, permit))
         self._attempts.append(attempt)
         return True
 
-    async def _drive(self, attempt: Attempt) -> None:
-        stream = self._call(attempt.endpoint, attempt.usage)
+    def _next_permitted(self) -> tuple[Endpoint, Permit] | None:
+        """The next candidate the gate lets this request call now, with its permit: one
+        refused since the race began (offline "always" set meanwhile) is passed over."""
+        while self._queue:
+            endpoint = self._queue.pop(0)
+            try:
+                return endpoint, self._permits(endpoint)
+            except StaysHome:
+                continue
+        return None
+
+    async def _drive(self, attempt: RaceAttempt, permit: Permit) -> None:
+        stream = self._call(attempt.endpoint, attempt.usage, permit)
         try:
             async with contextlib.aclosing(stream):  # type: ignore[type-var]
                 async for chunk in stream:
@@ -257,7 +274,7 @@ class InlineRace:
             attempt.finished_at = time.monotonic()
             self._wake.set()
 
-    def _forward(self, attempt: Attempt, chunk: str) -> None:
+    def _forward(self, attempt: RaceAttempt, chunk: str) -> None:
         """Hand a streaming caller the text of the attempt it is committed to."""
         if self._on_text is None:
             return
@@ -274,19 +291,19 @@ class InlineRace:
             if attempt is not self._committed and attempt.task is not None:
                 attempt.task.cancel()
 
-    def _winner(self) -> Attempt | None:
+    def _winner(self) -> RaceAttempt | None:
         finished = [a for a in self._attempts if a.succeeded]
         if not finished:
             return None
         return min(finished, key=lambda a: a.finished_at or 0.0)
 
-    def _outcome(self, winner: Attempt | None, text: str, *, timed_out: bool) -> RaceOutcome:
+    def _outcome(self, winner: RaceAttempt | None, text: str, *, timed_out: bool) -> RaceOutcome:
         if timed_out:
             self._measure_riders = False  # the deadline bounds the measuring too
         measuring = [a for a in self._attempts if self._still_measuring(a)]
         return RaceOutcome(winner, list(self._attempts), text, timed_out, self._hedged, measuring)
 
-    def _still_measuring(self, attempt: Attempt) -> bool:
+    def _still_measuring(self, attempt: RaceAttempt) -> bool:
         return (
             self._measure_riders
             and attempt.measuring
@@ -325,7 +342,7 @@ def _left_the_block(text: str, indent: int) -> bool:
     return False
 
 
-def _usable_partial(running: list[Attempt]) -> str:
+def _usable_partial(running: list[RaceAttempt]) -> str:
     """The longest partial answer, cut back to its last whole line or word: never half a token."""
     best = max((a.text for a in running), key=len, default="")
     if "\n" in best:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from lsp_server.backends.base import BackendError
 from lsp_server.config.model import EndpointConfig, OfflineMode
+from lsp_server.permit import Permit
+from lsp_server.routing.gate import Gate, StaysHome
 
 if TYPE_CHECKING:
     import httpx
@@ -28,8 +30,11 @@ PROBE_TIMEOUT_S = 2.0
 
 
 class OfflineMonitor:
-    def __init__(self, mode: OfflineMode, remotes: tuple[EndpointConfig, ...]) -> None:
+    def __init__(
+        self, mode: OfflineMode, remotes: tuple[EndpointConfig, ...], *, gate: Gate
+    ) -> None:
         self.mode: OfflineMode = mode
+        self._gate = gate
         self._remotes = remotes
         self._offline_failures: set[str] = set()
         self._detected = False
@@ -94,17 +99,22 @@ class OfflineMonitor:
             while self._detected:
                 await asyncio.sleep(delay)
                 for remote in self._remotes:
-                    if await _answers(client, remote):
+                    try:
+                        permit = self._gate.contentless(remote.name)
+                    except StaysHome:
+                        return
+                    if await _answers(client, remote, permit):
                         self._probe_task = None
                         self.note_success(remote.name)
                         return
                 delay = min(delay * 2, PROBE_MAX_DELAY_S)
 
 
-async def _answers(client: httpx.AsyncClient, remote: EndpointConfig) -> bool:
+async def _answers(client: httpx.AsyncClient, remote: EndpointConfig, permit: Permit) -> bool:
     """Any HTTP answer, even 401 or 404, proves the network path works."""
     import httpx
 
+    permit.check_remote(remote.name)
     url = remote.base_url.rstrip("/") + "/models"
     with contextlib.suppress(httpx.HTTPError):
         await client.get(url)

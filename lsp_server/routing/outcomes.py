@@ -1,8 +1,9 @@
 """What every route tells about its attempts, in one place.
 
 A route (the inline race, the sequential route of refactors and chats, the Responses
-pass-through) asks endpoints; what each attempt did is told here, with keyword-only calls, and
-nothing else touches an endpoint's statistics, its breaker (this process's and the one shared
+pass-through) asks endpoints; each attempt (`routing/attempt.py`) is settled here once, by
+`settle`, from a `finally`, so a cancelled request settles its attempts too, and nothing else
+touches an endpoint's statistics, its breaker (this process's and the one shared
 with peer gateways), the offline monitor, the hedge budget or the decision log. So a success
 closes a breaker and forgives earlier errors whichever route saw it, and a failure reaches the
 offline monitor and the shared state whichever route saw it.
@@ -15,6 +16,7 @@ import time
 
 from lsp_server.backends.base import BackendError
 from lsp_server.reasons import Reason
+from lsp_server.routing.attempt import Attempt, Ending
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import Decision, DecisionKind, DecisionLog, estimate_cost
 from lsp_server.routing.endpoint_pool import Endpoint
@@ -35,13 +37,49 @@ class Outcomes:
         self.decisions = decisions
         self.budget = budget
         self.edit_budget = HedgeBudget()  # next edits hedge within their own share
+        self.chat_budget = HedgeBudget()  # and chats (refactors, gateway chats) within theirs
         self.shared: SharedState | None = None  # set once the router shares its state
-        self.chat_requests = 0
-        self.hedged_chat_requests = 0
 
     # -- attempts ----------------------------------------------------------------------------
 
-    def success(
+    def settle(
+        self,
+        attempt: Attempt,
+        *,
+        won: bool = False,
+        endpoints_fault: bool = True,
+        ended: float | None = None,
+    ) -> None:
+        """What `attempt` did, told once (a second call does nothing): an answer, a failure
+        (with `endpoints_fault` false, the request's doing, which counts against nothing), or
+        an attempt stopped before its end, whose time up to `ended` is a lower bound."""
+        if attempt.settled:
+            return
+        attempt.settled = True
+        endpoint, hedge = attempt.endpoint, attempt.hedge
+        ending = attempt.ending
+        if ending is Ending.FAILED and attempt.error is not None:
+            self._failure(
+                endpoint=endpoint, error=attempt.error, hedge=hedge, endpoints_fault=endpoints_fault
+            )
+        elif ending is Ending.ANSWERED:
+            self._success(
+                endpoint=endpoint,
+                first_token_ms=attempt.first_token_ms(),
+                total_ms=attempt.total_ms(),
+                tokens=attempt.usage.completion_tokens,
+                won=won,
+                hedge=hedge,
+            )
+        else:
+            self._lost(
+                endpoint=endpoint,
+                at_least_ms=attempt.total_ms(ended),
+                first_token_ms=attempt.first_token_ms(),
+                hedge=hedge,
+            )
+
+    def _success(
         self,
         *,
         endpoint: Endpoint,
@@ -73,7 +111,7 @@ class Outcomes:
             if reopened:
                 self.shared.breaker_closed(endpoint.name)
 
-    def failure(
+    def _failure(
         self,
         *,
         endpoint: Endpoint,
@@ -104,7 +142,7 @@ class Outcomes:
             if open_for_s > open_before_s:
                 self.shared.breaker_opened(endpoint.name, open_for_s)
 
-    def lost_race(
+    def _lost(
         self,
         *,
         endpoint: Endpoint,
@@ -133,7 +171,7 @@ class Outcomes:
         elif kind is DecisionKind.EDIT:
             self.edit_budget.count_request()
         elif kind is DecisionKind.CHAT:
-            self.chat_requests += 1
+            self.chat_budget.count_request()
 
     def request_ended(self, *, kind: DecisionKind, hedged: bool, explored: bool = False) -> None:
         """Count whether a request asked more than one endpoint at once, against the hedge
@@ -144,8 +182,8 @@ class Outcomes:
                 self.shared.counted_inline(hedged=hedged)
         elif kind is DecisionKind.EDIT:
             self.edit_budget.count_outcome(hedged=hedged, explored=explored)
-        elif kind is DecisionKind.CHAT and hedged:
-            self.hedged_chat_requests += 1
+        elif kind is DecisionKind.CHAT:
+            self.chat_budget.count_outcome(hedged=hedged, explored=False)
 
     def decision(
         self,

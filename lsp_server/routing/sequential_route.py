@@ -30,17 +30,19 @@ from lsp_server.backends.base import (
 )
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.failures import EndpointFailure, FailureKind, RouteFailed
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
+from lsp_server.routing.attempt import Attempt
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import Gate, StaysHome
+from lsp_server.routing.hedge_budget import hedge_delay_s
 from lsp_server.routing.outcomes import Outcomes
 
-HEDGE_MIN_SAMPLES = 10  # first-token samples before a request is hedged at all
-HEDGE_BURST = 5
-
 EventSink = Callable[[ChatEvent], None]
-# The call an attempt makes: the endpoint's streamed answer to what it is asked.
-ChatCall = Callable[[Endpoint, ChatRequest, Usage], AsyncIterator[ChatEvent]]
+# The call an attempt makes: the endpoint's streamed answer to what it is asked, under the
+# gate's permit.
+ChatCall = Callable[[Endpoint, ChatRequest, Usage, Permit], AsyncIterator[ChatEvent]]
 
 
 def capped(request: ChatRequest, cap: int | None) -> ChatRequest:
@@ -50,8 +52,10 @@ def capped(request: ChatRequest, cap: int | None) -> ChatRequest:
     return dataclasses.replace(request, max_tokens=cap)
 
 
-def chat_events(endpoint: Endpoint, request: ChatRequest, usage: Usage) -> AsyncIterator[ChatEvent]:
-    return endpoint.backend.chat_events(request, usage)
+def chat_events(
+    endpoint: Endpoint, request: ChatRequest, usage: Usage, permit: Permit
+) -> AsyncIterator[ChatEvent]:
+    return endpoint.backend.chat_events(request, usage, permit=permit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +65,8 @@ class SequentialPlan:
     kind: DecisionKind
     candidates: list[Endpoint]
     reason: Reason  # why the first candidate; a later one answers as a fallback
+    # Why what the request is about must stay here, as its route found it: the gate's fact.
+    held: Reason | None = None
     deadline_s: float
     may_hedge: bool = False
     # The request as one endpoint is asked it (its token cap bounded by the endpoint's own).
@@ -94,24 +100,25 @@ class Answered:
         return finish
 
 
-@dataclass(slots=True)
-class _Attempt:
-    endpoint: Endpoint
+@dataclass(slots=True, kw_only=True)
+class _Attempt(Attempt):
+    """An attempt of the sequential route: what it is asked, and what it answered so far."""
+
     request: ChatRequest
-    usage: Usage = field(default_factory=Usage)
+    permit: Permit
     texts: list[str] = field(default_factory=list)
     calls: ToolCallStream | None = None  # set once the answer ran to its end
-    started_at: float = field(default_factory=time.monotonic)
-    first_event_at: float | None = None
     passed_on: bool = False  # something of it reached the caller
-    error: BackendError | None = None
 
 
 class SequentialRoute:
     """Asks a plan's endpoints in turn; owned by the `Router`, shared by its routes."""
 
-    def __init__(self, outcomes: Outcomes, *, max_hedge_ratio: Callable[[], float]) -> None:
+    def __init__(
+        self, outcomes: Outcomes, gate: Gate, *, max_hedge_ratio: Callable[[], float]
+    ) -> None:
         self._outcomes = outcomes
+        self._gate = gate
         self._max_hedge_ratio = max_hedge_ratio
 
     async def run(
@@ -129,6 +136,28 @@ class SequentialRoute:
         started = time.monotonic()
         outcomes = self._outcomes
         outcomes.request_started(kind=plan.kind)
+        asked: list[_Attempt] = []
+        try:
+            return await self._run(plan, request, uri, on_event, on_attempt, started, asked)
+        except asyncio.CancelledError:
+            # Cancelled (a client gone, a refactor called off): what was asked is settled too.
+            outcomes.request_ended(kind=plan.kind, hedged=len(asked) > 1)
+            for attempt in asked:
+                outcomes.settle(attempt)
+            raise
+
+    async def _run(
+        self,
+        plan: SequentialPlan,
+        request: ChatRequest,
+        uri: str | None,
+        on_event: EventSink | None,
+        on_attempt: Callable[[str], None] | None,
+        started: float,
+        asked: list[_Attempt],
+    ) -> Answered:
+        """`run`'s loop; `asked` holds the attempts of the endpoints being asked."""
+        outcomes = self._outcomes
         failures: list[EndpointFailure] = []
         queue = list(plan.candidates)
         hedged = False
@@ -139,10 +168,21 @@ class SequentialRoute:
                 failures.append(_deadline_error(queue[0]).failure)
                 break
             primary = queue.pop(0)
+            permit = self._permit(plan, primary)
+            if permit is None:
+                continue  # offline "always" set since the plan was made: not asked
             backup = queue[0] if plan.may_hedge and queue else None
             delay_s = self._hedge_delay_s(primary) if backup is not None else None
+            asked.clear()  # the endpoints asked before are settled
             attempts = await self._ask(
-                plan, primary, backup, delay_s, request, remaining, on_event, on_attempt
+                plan,
+                (primary, permit),
+                backup,
+                delay_s,
+                request,
+                remaining,
+                (on_event, on_attempt),
+                asked,
             )
             if len(attempts) > 1:
                 hedged = True
@@ -172,36 +212,43 @@ class SequentialRoute:
         )
         raise failed
 
+    def _permit(self, plan: SequentialPlan, endpoint: Endpoint) -> Permit | None:
+        """The gate's leave to ask `endpoint` now, or None where it refuses."""
+        try:
+            return self._gate.permit(endpoint.name, remote=not endpoint.is_local, held=plan.held)
+        except StaysHome:
+            return None
+
     def _hedge_delay_s(self, primary: Endpoint) -> float | None:
-        """The primary's usual worst time to a first token, once known, while the hedge
-        budget lasts; None: no hedge."""
-        stats = primary.stats
-        if len(stats.recent_first_token_ms) < HEDGE_MIN_SAMPLES:
+        """The one hedge-delay rule (`hedge_delay_s`), with no configured delay, while the
+        chats' hedge budget lasts; None: no hedge."""
+        if not self._outcomes.chat_budget.hedge_left(self._max_hedge_ratio()):
             return None
-        outcomes = self._outcomes
-        allowed = self._max_hedge_ratio() * outcomes.chat_requests + HEDGE_BURST
-        if outcomes.hedged_chat_requests >= allowed:
-            return None
-        p95 = stats.first_token_percentile(0.95)
-        return None if p95 is None else p95 / 1000
+        return hedge_delay_s(primary.stats, None)
 
     async def _ask(
         self,
         plan: SequentialPlan,
-        primary: Endpoint,
+        primary: tuple[Endpoint, Permit],
         backup: Endpoint | None,
         delay_s: float | None,
         request: ChatRequest,
         timeout_s: float,
-        on_event: EventSink | None,
-        on_attempt: Callable[[str], None] | None,
+        sinks: tuple[EventSink | None, Callable[[str], None] | None],
+        asked: list[_Attempt],
     ) -> list[_Attempt]:
         """Ask `primary`, and `backup` too if the primary has not started answering after
-        `delay_s`; the first to answer is passed on and the other cancelled."""
-        attempts = [_Attempt(primary, plan.bounded(request, primary))]
+        `delay_s`; the first to answer is passed on and the other cancelled. The backup is
+        asked only if the gate still lets it be. Each attempt joins `asked` as it starts."""
+        on_event, on_attempt = sinks
+        first, permit = primary
+        attempts = asked
+        attempts.append(
+            _Attempt(endpoint=first, request=plan.bounded(request, first), permit=permit)
+        )
         if backup is None or delay_s is None:
             await self._ask_alone(plan, attempts[0], timeout_s, on_event, on_attempt)
-            return attempts
+            return list(attempts)
         winner: list[_Attempt] = []
         tasks: list[asyncio.Task[None]] = []
 
@@ -227,8 +274,12 @@ class SequentialRoute:
         try:
             async with asyncio.timeout(timeout_s):
                 done, _ = await asyncio.wait(tasks, timeout=delay_s)
-                if not done and not winner:
-                    attempts.append(_Attempt(backup, plan.bounded(request, backup)))
+                backup_permit = None if done or winner else self._permit(plan, backup)
+                if backup_permit is not None:
+                    bounded = plan.bounded(request, backup)
+                    attempts.append(
+                        _Attempt(endpoint=backup, request=bounded, permit=backup_permit, hedge=True)
+                    )
                     start(attempts[1])
                 await asyncio.gather(*tasks, return_exceptions=True)
         except TimeoutError:
@@ -237,7 +288,7 @@ class SequentialRoute:
                 _cut_by_deadline(attempt)
         finally:
             await _cancel(tasks)
-        return attempts
+        return list(attempts)
 
     async def _ask_alone(
         self,
@@ -271,34 +322,12 @@ class SequentialRoute:
         won: bool,
         failures: list[EndpointFailure],
     ) -> None:
-        endpoint = attempt.endpoint
-        elapsed_ms = (time.monotonic() - attempt.started_at) * 1000
         if attempt.error is not None:
-            failure = attempt.error.failure
-            failures.append(failure)
-            self._outcomes.failure(
-                endpoint=endpoint,
-                error=attempt.error,
-                endpoints_fault=not plan.requests_fault(endpoint, failure),
-            )
-            return
-        first_ms = (
-            None
-            if attempt.first_event_at is None
-            else max(0.0, (attempt.first_event_at - attempt.started_at) * 1000)
+            failures.append(attempt.error.failure)
+        fault = attempt.error is None or not plan.requests_fault(
+            attempt.endpoint, attempt.error.failure
         )
-        if attempt.calls is None:  # cancelled: it lost a hedge
-            self._outcomes.lost_race(
-                endpoint=endpoint, at_least_ms=elapsed_ms, first_token_ms=first_ms
-            )
-            return
-        self._outcomes.success(
-            endpoint=endpoint,
-            first_token_ms=first_ms,
-            total_ms=max(0.0, elapsed_ms - attempt.usage.setup_ms),
-            tokens=attempt.usage.completion_tokens,
-            won=won,
-        )
+        self._outcomes.settle(attempt, won=won, endpoints_fault=fault)
 
     def _answer(
         self,
@@ -339,12 +368,12 @@ class SequentialRoute:
 async def _collect(call: ChatCall, attempt: _Attempt, sink: EventSink) -> None:
     """Run one endpoint's answer to its end, noting its events and passing them to `sink`."""
     calls = ToolCallStream(attempt.endpoint.name)
-    stream = call(attempt.endpoint, attempt.request, attempt.usage)
+    stream = call(attempt.endpoint, attempt.request, attempt.usage, attempt.permit)
     try:
         async with contextlib.aclosing(stream):  # type: ignore[type-var]
             async for event in stream:
-                if attempt.first_event_at is None:
-                    attempt.first_event_at = time.monotonic()
+                if attempt.first_token_at is None:
+                    attempt.first_token_at = time.monotonic()
                 if isinstance(event, ToolCallDelta):
                     calls.feed(event.index, id=event.id, name=event.name, arguments=event.arguments)
                 else:
@@ -353,9 +382,14 @@ async def _collect(call: ChatCall, attempt: _Attempt, sink: EventSink) -> None:
     except BackendError as error:
         attempt.error = error
         return
+    except asyncio.CancelledError:
+        attempt.cancelled = True
+        raise
     except Exception as exc:
         attempt.error = unexpected_failure(attempt.endpoint.name, exc)
         return
+    finally:
+        attempt.finished_at = time.monotonic()
     attempt.calls = calls
 
 

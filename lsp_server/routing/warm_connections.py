@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from lsp_server.backends.base import Backend
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.gate import Gate, StaysHome
 
 
 class WarmConnections:
@@ -20,9 +21,9 @@ class WarmConnections:
         self._asked: weakref.WeakSet[Backend] = weakref.WeakSet()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def ensure(self, endpoints: Iterable[Endpoint]) -> None:
-        """Start connecting every remote backend not asked yet; without a running event loop,
-        nothing (the next call, from a request, does it)."""
+    def ensure(self, endpoints: Iterable[Endpoint], gate: Gate) -> None:
+        """Start connecting every remote backend not asked yet that the gate lets out;
+        without a running event loop, nothing (the next call, from a request, does it)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -31,8 +32,12 @@ class WarmConnections:
             backend = endpoint.backend
             if endpoint.is_local or backend in self._asked:
                 continue
+            try:
+                permit = gate.contentless(endpoint.name)
+            except StaysHome:
+                continue
             self._asked.add(backend)
-            task = loop.create_task(backend.connect())
+            task = loop.create_task(backend.connect(permit=permit))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 

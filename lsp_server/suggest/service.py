@@ -18,7 +18,8 @@ from lsp_server.context.store import ContextStore
 from lsp_server.failures import EndpointFailure, Refused
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.reasons import Reason
-from lsp_server.routing.router import Routed, Router
+from lsp_server.routing.race_route import Routed
+from lsp_server.routing.router import Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.client_request import client_completion
 from lsp_server.suggest.postprocess import clean_suggestion
@@ -194,10 +195,7 @@ class SuggestionService:
         usage = routed.usage
         if usage is not None and usage.finish_reason is not None:
             return usage.finish_reason == "length"
-        answering = self.router.pool.get(routed.endpoint) if routed.endpoint else None
-        cap = request.max_tokens
-        if answering is not None and answering.config is not None:
-            cap = min(cap, answering.config.max_tokens)
+        cap = routed.max_tokens if routed.max_tokens is not None else request.max_tokens
         return routed.tokens >= cap
 
     def _document_request(

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.anthropic import AnthropicBackend, stream_error
 from lsp_server.backends.base import (
     BackendError,
@@ -20,7 +21,7 @@ from lsp_server.backends.base import (
 from lsp_server.backends.fim_instruction import CURSOR_MARKER
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.permits import permit_for
 
 KEY_ENV = "GATEWAY_LS_TEST_ANTHROPIC_KEY"
 KEY = "sk-ant-test-0123456789abcdefghij"
@@ -96,7 +97,7 @@ async def test_chat_streams_the_answer_and_counts_usage(
         ChatMessage("system", "You rewrite code."),
         ChatMessage("user", "Simplify area()."),
     )
-    pieces = await _collect(backend.chat(request, usage))
+    pieces = await _collect(backend.chat(request, usage, permit=permit_for(backend)))
     assert len(pieces) > 1  # it streamed
     assert "".join(pieces) == ANSWER
     assert usage.prompt_tokens > 0
@@ -110,7 +111,7 @@ async def test_request_shape_system_prompt_and_headers(
         ChatMessage("system", "You rewrite code."),
         ChatMessage("user", "Simplify area()."),
     )
-    await _collect(backend.chat(request))
+    await _collect(backend.chat(request, permit=permit_for(backend)))
     (sent,) = server.requests
     assert sent.path == "/v1/messages"
     assert sent.headers["x-api-key"] == KEY
@@ -135,7 +136,7 @@ async def test_complete_asks_for_the_text_at_the_cursor(
         max_tokens=32,
         single_line=True,
     )
-    assert "".join(await _collect(backend.complete(request))) == "a + b"
+    assert "".join(await _collect(backend.complete(request, permit=permit_for(backend)))) == "a + b"
     sent = server.requests[0].payload
     assert CURSOR_MARKER in sent["system"] and "no code fences" in sent["system"]
     (user,) = sent["messages"]
@@ -150,7 +151,9 @@ async def test_stop_strings_split_across_chunks_end_the_stream(
 ) -> None:
     server.behaviour = Behaviour(text="first block\n\nsecond block", chunk_chars=3)
     request = _chat(ChatMessage("user", "go"), stop=("\n\n", "END"))
-    assert "".join(await _collect(backend.chat(request))) == "first block"
+    assert (
+        "".join(await _collect(backend.chat(request, permit=permit_for(backend)))) == "first block"
+    )
     assert server.requests[0].payload["stop_sequences"] == ["END"]
 
 
@@ -160,7 +163,9 @@ async def test_missing_key_is_an_auth_error_naming_the_variable(
     monkeypatch.delenv(KEY_ENV, raising=False)
     async with _backend(server.root_url) as backend:
         with pytest.raises(BackendError) as caught:
-            await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+            await _collect(
+                backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend))
+            )
     assert caught.value.kind is FailureKind.AUTH
     assert KEY_ENV in str(caught.value)
     assert server.requests == []
@@ -173,7 +178,9 @@ async def test_wrong_key_is_an_auth_error_without_the_key(
     monkeypatch.setenv(KEY_ENV, wrong)
     async with _backend(server.root_url) as backend:
         with pytest.raises(BackendError) as caught:
-            await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+            await _collect(
+                backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend))
+            )
     assert caught.value.kind is FailureKind.AUTH
     assert caught.value.status == 401
     assert wrong not in str(caught.value) and wrong not in repr(caught.value.args)
@@ -198,7 +205,7 @@ async def test_http_errors_map_to_failure_kinds(
 ) -> None:
     server.behaviour = Behaviour(fault=fault, retry_after=retry_after)
     with pytest.raises(BackendError) as caught:
-        await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+        await _collect(backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend)))
     assert caught.value.kind is kind
     assert caught.value.status == int(fault.partition(":")[2])
     assert caught.value.retry_after_s == retry_after_s
@@ -210,7 +217,7 @@ async def test_a_stream_without_message_stop_is_truncated(
 ) -> None:
     server.behaviour = Behaviour(text=ANSWER, fault="truncated")
     with pytest.raises(BackendError, match="truncated stream") as caught:
-        await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+        await _collect(backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend)))
     assert caught.value.kind is FailureKind.PROTOCOL
 
 
@@ -219,7 +226,7 @@ async def test_a_malformed_stream_is_a_protocol_error(
 ) -> None:
     server.behaviour = Behaviour(fault="malformed_json")
     with pytest.raises(BackendError) as caught:
-        await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+        await _collect(backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend)))
     assert caught.value.kind is FailureKind.PROTOCOL
 
 
@@ -230,7 +237,7 @@ async def test_cancelling_the_consumer_closes_the_stream_at_once(
     first_piece = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in backend.chat(_chat(ChatMessage("user", "hi"))):
+        async for _ in backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend)):
             first_piece.set()
 
     task = asyncio.create_task(consume())
@@ -248,7 +255,9 @@ async def test_refused_connection_looks_offline(key: str) -> None:
         port = probe.getsockname()[1]
     async with _backend(f"http://127.0.0.1:{port}") as backend:
         with pytest.raises(BackendError) as caught:
-            await _collect(backend.chat(_chat(ChatMessage("user", "hi"))))
+            await _collect(
+                backend.chat(_chat(ChatMessage("user", "hi")), permit=permit_for(backend))
+            )
     assert caught.value.kind is FailureKind.NETWORK
     assert caught.value.looks_offline
 

@@ -22,6 +22,7 @@ from lsp_server.backends.model_presets import (
     QWEN_CODER_1_5B,
 )
 from lsp_server.config.model import LocalConfig
+from tests.support.permits import permit_for
 from tests.support.real_tools import bundled_model_package, require_preset
 
 # Kept figures under which Gemma and the 0.5B fit the deadline and the 1.5B does not, whatever
@@ -70,7 +71,7 @@ async def test_auto_steps_down_after_misses_and_back_up_with_room(
 
         # A request under way when the misses call for a step down ends on the model it began
         # on: the switch waits for it.
-        stream = backend.complete(LONG)
+        stream = backend.complete(LONG, permit=permit_for(backend))
         written = [await anext(stream)]
         for _ in range(MISSES_TO_STEP_DOWN):
             auto.missed()
@@ -92,4 +93,4 @@ async def test_auto_steps_down_after_misses_and_back_up_with_room(
 
 
 async def collect(backend: LocalBackend, request: CompletionRequest) -> str:
-    return "".join([piece async for piece in backend.complete(request)])
+    return "".join([piece async for piece in backend.complete(request, permit=permit_for(backend))])

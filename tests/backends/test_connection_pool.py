@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.fake_llm_server import FakeLLMServer
 from lsp_server.backends.asyncio_network import AsyncioBackend
 from lsp_server.backends.connection_pool import LinearConnectionPool
-from tests.support.fake_llm_server import FakeLLMServer
 
 BUSY = 6
 KEEP_ALIVE = 2

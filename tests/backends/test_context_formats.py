@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest, ContextChunk
 from lsp_server.backends.context_prompt import path_comment, path_comment_blocks
 from lsp_server.backends.factory import remote_backend
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.permits import permit_for
 from tests.support.provider_endpoints import KEY, collect, endpoint
 
 DEFINITION = ContextChunk(
@@ -59,7 +60,7 @@ async def ask(
     key = 'api_key_env = "OPENAI_KEY"\n' if kind == "openai" else ""
     backend = remote_backend(endpoint(kind, base_url(server, kind), key + extra))
     try:
-        await collect(backend.complete(request))
+        await collect(backend.complete(request, permit=permit_for(backend)))
     finally:
         await backend.aclose()
     return server.requests[-1].payload

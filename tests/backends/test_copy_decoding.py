@@ -16,6 +16,7 @@ from lsp_server.backends.local.copy_decoding import PromptLookup
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.chat_format import read_chat_answer
+from tests.support.permits import permit_for
 from tests.support.real_tools import require_preset
 
 # A prompt as token ids: an instruction (1, 2), then a region (10 ... 17) that holds the run
@@ -111,9 +112,13 @@ def coder() -> Iterator[LocalBackend]:
 async def test_a_next_edit_is_the_greedy_chat_answer_written_in_fewer_decodes(
     coder: LocalBackend,
 ) -> None:
-    chat = "".join([piece async for piece in coder.chat(EDIT_CALL.as_chat())])
+    chat = "".join(
+        [piece async for piece in coder.chat(EDIT_CALL.as_chat(), permit=permit_for(coder))]
+    )
     usage = Usage()
-    edit = "".join([piece async for piece in coder.edit(EDIT_CALL, usage)])
+    edit = "".join(
+        [piece async for piece in coder.edit(EDIT_CALL, usage, permit=permit_for(coder))]
+    )
 
     assert edit == chat
     assert edit.startswith("```python\n") and "def circumference(" in edit  # written out
@@ -127,10 +132,15 @@ async def test_a_keystroke_stops_a_next_edit_under_way(coder: LocalBackend) -> N
     """One worker serves both: a keystroke must not queue behind seconds of a region being
     written out. The edit stops where it was (its cut region is dropped upstream) and the
     keystroke is answered."""
-    edit = coder.edit(EDIT_CALL, Usage())
+    edit = coder.edit(EDIT_CALL, Usage(), permit=permit_for(coder))
     written = await anext(edit)  # the edit is writing
     keystroke = asyncio.create_task(
-        collect_text(coder.complete(CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=6)))
+        collect_text(
+            coder.complete(
+                CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=6),
+                permit=permit_for(coder),
+            )
+        )
     )
     async for piece in edit:
         written += piece
@@ -158,7 +168,11 @@ async def test_a_next_edit_on_every_core_writes_the_same_and_leaves_the_configur
     for cores in (1, 2):
         coder._edit_cores = cores
         llm.reset()  # each reads its whole prompt
-        answers.append("".join([piece async for piece in coder.edit(EDIT_CALL, Usage())]))
+        answers.append(
+            "".join(
+                [piece async for piece in coder.edit(EDIT_CALL, Usage(), permit=permit_for(coder))]
+            )
+        )
         assert llama_cpp.llama_n_threads(llm.ctx) == 1  # a keystroke after it: one thread
 
     assert answers[0] == answers[1]
@@ -172,14 +186,14 @@ async def test_a_keystroke_between_two_next_edits_costs_neither_its_prompt(
     """The one KV cache serves both: each finds its prompt where the other ran in between
     (`edit_cache`), and the edit writes the same answer from a cache put back."""
     keystroke = CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=4)
-    await collect_text(coder.complete(keystroke))
-    first = await collect_text(coder.edit(EDIT_CALL, Usage()))
+    await collect_text(coder.complete(keystroke, permit=permit_for(coder)))
+    first = await collect_text(coder.edit(EDIT_CALL, Usage(), permit=permit_for(coder)))
     edit_prompt = coder.last_prompt_tokens
 
-    await collect_text(coder.complete(keystroke))
+    await collect_text(coder.complete(keystroke, permit=permit_for(coder)))
     keystroke_prompt = coder.last_prompt_tokens
     assert coder.last_reused_tokens >= keystroke_prompt - 1  # put back after the edit
-    again = await collect_text(coder.edit(EDIT_CALL, Usage()))
+    again = await collect_text(coder.edit(EDIT_CALL, Usage(), permit=permit_for(coder)))
 
     assert coder.last_reused_tokens == edit_prompt - 1  # kept aside through the keystroke
     assert again == first
@@ -192,15 +206,15 @@ async def test_a_next_edit_read_ahead_is_found_read_and_the_keystrokes_prompt_pu
     """Offline, a next edit's prompt is read while typing pauses (`prefill_edit`): the request
     that comes reads none of it again, and the keystroke after the pause finds its own."""
     keystroke = CompletionRequest(prefix=KEYSTROKE, suffix="\n", max_tokens=4)
-    await collect_text(coder.complete(keystroke))
+    await collect_text(coder.complete(keystroke, permit=permit_for(coder)))
     keystroke_prompt = coder.last_prompt_tokens
     coder._edit_saved = None  # no next edit's prompt kept from before
 
     assert coder.prefill_edit(EDIT_CALL)
     await coder.wait_idle()
-    await collect_text(coder.complete(keystroke))
+    await collect_text(coder.complete(keystroke, permit=permit_for(coder)))
     assert coder.last_reused_tokens >= keystroke_prompt - 1  # put back after the read-ahead
-    answer = await collect_text(coder.edit(EDIT_CALL, Usage()))
+    answer = await collect_text(coder.edit(EDIT_CALL, Usage(), permit=permit_for(coder)))
 
     assert coder.last_reused_tokens == coder.last_prompt_tokens - 1  # all read ahead
     assert "def circumference(" in answer
@@ -213,9 +227,11 @@ async def test_a_region_rewritten_ends_once_it_copies_the_rest(coder: LocalBacke
     the region completes it, fence and all."""
     region = CODE.rstrip("\n").replace("import math", "import cmath")
     whole_usage, usage = Usage(), Usage()
-    whole = await collect_text(coder.edit(EDIT_CALL, whole_usage))
+    whole = await collect_text(coder.edit(EDIT_CALL, whole_usage, permit=permit_for(coder)))
     rejoined_before = coder.copying.rejoined
-    answer = await collect_text(coder.edit(replace(EDIT_CALL, rewrites=region), usage))
+    answer = await collect_text(
+        coder.edit(replace(EDIT_CALL, rewrites=region), usage, permit=permit_for(coder))
+    )
 
     assert coder.copying.rejoined == rejoined_before + 1
     assert read_chat_answer(answer) == CODE.rstrip("\n")  # its first line, then the region's
@@ -235,6 +251,8 @@ async def test_a_next_edits_request_lets_the_read_ahead_of_its_prompt_finish(
         assert coder._llm is not None
         coder._llm.reset()
         assert coder.prefill_edit(EDIT_CALL)
-        await collect_text(coder.edit(call, Usage()))  # asked at once, as the reading starts
+        await collect_text(
+            coder.edit(call, Usage(), permit=permit_for(coder))
+        )  # asked at once, as the reading starts
         read_ahead = coder.last_reused_tokens
         assert (read_ahead == coder.last_prompt_tokens - 1) is kept, (call, read_ahead)

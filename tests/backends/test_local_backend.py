@@ -21,6 +21,7 @@ from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.prompt_steps import STEP_TOKENS
 from lsp_server.config.model import LocalConfig
 from lsp_server.failures import FailureKind
+from tests.support.permits import permit_for
 
 DOCUMENT = '''import math
 
@@ -38,7 +39,7 @@ ENDLESS = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
 
 
 async def collect(backend: LocalBackend, request: CompletionRequest) -> str:
-    return "".join([piece async for piece in backend.complete(request)])
+    return "".join([piece async for piece in backend.complete(request, permit=permit_for(backend))])
 
 
 async def start_streaming(backend: LocalBackend, request: CompletionRequest) -> asyncio.Task[None]:
@@ -46,7 +47,7 @@ async def start_streaming(backend: LocalBackend, request: CompletionRequest) -> 
     first_text = asyncio.Event()
 
     async def consume() -> None:
-        async for _ in backend.complete(request):
+        async for _ in backend.complete(request, permit=permit_for(backend)):
             first_text.set()
 
     task = asyncio.create_task(consume())
@@ -66,7 +67,9 @@ async def test_streams_a_continuation_and_reports_usage(local_backend: LocalBack
     pieces = [
         piece
         async for piece in local_backend.complete(
-            CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=12), usage
+            CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=12),
+            usage,
+            permit=permit_for(local_backend),
         )
     ]
 
@@ -209,7 +212,12 @@ async def test_chat_streams_an_answer(local_backend: LocalBackend) -> None:
         max_tokens=16,
     )
 
-    answer = "".join([piece async for piece in local_backend.chat(request, usage)])
+    answer = "".join(
+        [
+            piece
+            async for piece in local_backend.chat(request, usage, permit=permit_for(local_backend))
+        ]
+    )
 
     assert answer.strip()
     assert usage.prompt_tokens > 10

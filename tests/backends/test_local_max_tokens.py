@@ -10,6 +10,7 @@ import pytest
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
+from tests.support.permits import permit_for
 
 pytestmark = pytest.mark.model
 
@@ -26,10 +27,10 @@ async def test_a_clients_max_tokens_is_honoured_beyond_local_max_tokens(
         await backend.ensure_loaded()
         editor, client = Usage(), Usage()
         request = CompletionRequest(prefix=COUNTING, suffix="", max_tokens=12)
-        async for _ in backend.complete(request, editor):
+        async for _ in backend.complete(request, editor, permit=permit_for(backend)):
             pass
         asked = CompletionRequest(prefix=COUNTING, suffix="", max_tokens=12, client_max_tokens=True)
-        async for _ in backend.complete(asked, client):
+        async for _ in backend.complete(asked, client, permit=permit_for(backend)):
             pass
     finally:
         await backend.aclose()

@@ -13,12 +13,13 @@ from lsp_server.backends.bundled_model import preset_model_path
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
+from tests.support.permits import permit_for
 
 LONG_FILE = "".join(f"value_{i} = compute({i}, scale=2)\n" for i in range(400))
 
 
 async def prompt_tokens(backend: LocalBackend, request: CompletionRequest) -> int:
-    async for _ in backend.complete(request):
+    async for _ in backend.complete(request, permit=permit_for(backend)):
         break
     return backend.last_prompt_tokens
 
@@ -70,7 +71,9 @@ async def test_qwen_coder_preset_fills_in_the_middle_with_the_suffix() -> None:
         stop=("\n",),
         single_line=True,
     )
-    answer = "".join([piece async for piece in backend.complete(request)])
+    answer = "".join(
+        [piece async for piece in backend.complete(request, permit=permit_for(backend))]
+    )
 
     assert backend.fim_supported is True
     assert "a + b" in answer or "b + a" in answer
@@ -84,12 +87,12 @@ async def test_a_typed_character_continues_the_middle_without_reading_the_suffix
     await backend.ensure_loaded()
     suffix = "".join(f"\nassert add({i}, {i}) == {2 * i}" for i in range(60)) + "\n"
     cold = CompletionRequest(prefix="def add(a, b):\n    ", suffix=suffix, max_tokens=8)
-    "".join([piece async for piece in backend.complete(cold)])
+    "".join([piece async for piece in backend.complete(cold, permit=permit_for(backend))])
     cold_prompt = backend.last_prompt_tokens
     assert cold_prompt > 150  # the suffix (up to a quarter of the window) is most of it
 
     typed = CompletionRequest(prefix="def add(a, b):\n    r", suffix=suffix, max_tokens=8)
-    answer = "".join([piece async for piece in backend.complete(typed)])
+    answer = "".join([piece async for piece in backend.complete(typed, permit=permit_for(backend))])
 
     # Only the typed text was new: the prompt is the cold one with it after the middle token.
     assert backend.last_prompt_tokens - backend.last_reused_tokens <= 3

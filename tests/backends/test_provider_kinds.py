@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -18,7 +19,7 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.permits import permit_for
 from tests.support.provider_endpoints import KEY, collect, endpoint
 
 ANSWER = "return a + b\n"
@@ -83,7 +84,7 @@ async def test_fim_call_reaches_the_documented_path_in_the_documented_shape(
     usage = Usage()
     request = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n\nprint(add(1, 2))\n")
     try:
-        text = await collect(backend.complete(request, usage))
+        text = await collect(backend.complete(request, usage, permit=permit_for(backend)))
     finally:
         await backend.aclose()
     assert text == ANSWER
@@ -107,7 +108,7 @@ async def test_chat_reaches_the_documented_path(server: FakeLLMServer, kind: str
     backend = remote_backend(endpoint(kind, server.provider_base_url(kind)))
     request = ChatRequest(messages=(ChatMessage("user", "hello"),), max_tokens=16)
     try:
-        assert await collect(backend.chat(request)) == ANSWER
+        assert await collect(backend.chat(request, permit=permit_for(backend))) == ANSWER
     finally:
         await backend.aclose()
     assert server.requests[-1].path == EXPECTED[kind][1]
@@ -121,7 +122,7 @@ async def test_a_cut_answer_says_length(server: FakeLLMServer, kind: str) -> Non
     usage = Usage()
     request = CompletionRequest(prefix="a = ", suffix="", max_tokens=100)
     try:
-        text = await collect(backend.complete(request, usage))
+        text = await collect(backend.complete(request, usage, permit=permit_for(backend)))
     finally:
         await backend.aclose()
     assert len(text) == 32  # the test server's tokens are 4 characters
@@ -135,9 +136,9 @@ async def test_no_suffix_sent_when_the_client_sent_none(server: FakeLLMServer) -
     llama = remote_backend(endpoint("llamacpp", server.provider_base_url("llamacpp")))
     request = CompletionRequest(prefix="Once upon a time", suffix="", has_suffix=False)
     try:
-        await collect(openai.complete(request))
+        await collect(openai.complete(request, permit=permit_for(openai)))
         assert "suffix" not in server.requests[-1].payload
-        await collect(llama.complete(request))
+        await collect(llama.complete(request, permit=permit_for(llama)))
     finally:
         await openai.aclose()
         await llama.aclose()
@@ -152,8 +153,8 @@ async def test_llamacpp_without_infill_uses_its_openai_completions(server: FakeL
     backend = remote_backend(endpoint("llamacpp", server.root_url))
     request = CompletionRequest(prefix="def f():\n    ", suffix="\n")
     try:
-        assert await collect(backend.complete(request)) == ANSWER
-        assert await collect(backend.complete(request)) == ANSWER
+        assert await collect(backend.complete(request, permit=permit_for(backend))) == ANSWER
+        assert await collect(backend.complete(request, permit=permit_for(backend))) == ANSWER
     finally:
         await backend.aclose()
     assert [r.path for r in server.requests] == ["/infill", "/v1/completions", "/v1/completions"]
@@ -165,7 +166,11 @@ async def test_llamacpp_native_stream_cut_short_is_a_protocol_fault(server: Fake
     backend = remote_backend(endpoint("llamacpp", server.provider_base_url("llamacpp")))
     try:
         with pytest.raises(BackendError) as caught:
-            await collect(backend.complete(CompletionRequest(prefix="x", suffix="")))
+            await collect(
+                backend.complete(
+                    CompletionRequest(prefix="x", suffix=""), permit=permit_for(backend)
+                )
+            )
     finally:
         await backend.aclose()
     assert caught.value.kind is FailureKind.PROTOCOL

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import trustme
 
-from lsp_server.backends import http_common
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from lsp_server.backends import http_client
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -24,7 +25,7 @@ from lsp_server.backends.base import (
 from lsp_server.backends.factory import remote_backend
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.failures import FailureKind
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.permits import permit_for
 from tests.support.provider_endpoints import collect, endpoint
 
 ANSWER = "return a + b\n"
@@ -61,10 +62,10 @@ def trusted(
     bundle = tmp_path / "authority.pem"
     authority.cert_pem.write_to_path(str(bundle))
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    http_common._ssl_context.cache_clear()  # the context is loaded once per process
+    http_client._ssl_context.cache_clear()  # the context is loaded once per process
     yield
     monkeypatch.undo()
-    http_common._ssl_context.cache_clear()
+    http_client._ssl_context.cache_clear()
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
@@ -79,8 +80,8 @@ def test_a_keystroke_and_a_streamed_chat_over_tls(server: FakeLLMServer, loop: s
 
     async def both() -> tuple[str, str]:
         try:
-            completed = await collect(backend.complete(keystroke))
-            chatted = await collect(backend.chat(chat, usage))
+            completed = await collect(backend.complete(keystroke, permit=permit_for(backend)))
+            chatted = await collect(backend.chat(chat, usage, permit=permit_for(backend)))
             return completed, chatted
         finally:
             await backend.aclose()
@@ -96,7 +97,7 @@ def test_a_certificate_from_an_authority_not_trusted_is_refused_in_words(
     server: FakeLLMServer, loop: str
 ) -> None:
     """The machine's own authorities (certifi's) do not include the test's."""
-    http_common._ssl_context.cache_clear()
+    http_client._ssl_context.cache_clear()
     message = refused(server, loop)
     assert "TLS certificate was refused" in message
     assert "unable to get local issuer certificate" in message
@@ -117,7 +118,11 @@ def refused(server: FakeLLMServer, loop: str) -> str:
 
     async def keystroke() -> str:
         try:
-            await collect(backend.complete(CompletionRequest(prefix="x = ", suffix="")))
+            await collect(
+                backend.complete(
+                    CompletionRequest(prefix="x = ", suffix=""), permit=permit_for(backend)
+                )
+            )
         except BackendError as error:
             assert error.kind is FailureKind.NETWORK
             return error.message
@@ -142,8 +147,8 @@ def test_opening_a_connection_is_timed_apart_from_the_model_and_reusing_one_is_n
 
     async def twice() -> None:
         try:
-            await collect(backend.chat(chat, first))
-            await collect(backend.chat(chat, second))
+            await collect(backend.chat(chat, first, permit=permit_for(backend)))
+            await collect(backend.chat(chat, second, permit=permit_for(backend)))
         finally:
             await backend.aclose()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,
@@ -220,6 +220,20 @@ def test_doctor_json_is_what_an_editor_reads(tmp_path: Path) -> None:
     (down,) = found["endpoints"]
     assert (down["name"], down["ok"]) == ("down", False)
     assert down["hint"] == "export GATEWAY_LS_UNSET with the key of this endpoint"
+
+
+def test_doctor_under_offline_always_calls_no_remote_and_says_why(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
+        config = write_config(
+            tmp_path,
+            '[routing]\noffline = "always"\n' + LOCAL_OFF + endpoint_toml("up", endpoint.base_url),
+        )
+        result = gateway_ls(tmp_path, "--config", str(config), "doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert endpoint.requests == [] and endpoint.model_list_requests == 0
+    row = next(line for line in result.stdout.splitlines() if line.startswith("up "))
+    assert "not called: offline" in row
+    assert 'offline = "always": nothing leaves this machine' in result.stdout
 
 
 async def test_stats_reads_a_running_server(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.cli.init import STARTING_ENDPOINTS, starting_configuration
 from lsp_server.config.loader import parse_config_text
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import server_env
 
 

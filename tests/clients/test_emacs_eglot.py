@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import one_endpoint_config, server_env
 from tests.support.real_tools import tool_missing
 

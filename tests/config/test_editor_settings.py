@@ -193,3 +193,13 @@ def test_a_repository_cannot_have_tool_calls_hedged() -> None:
     """Hedging a tool call can run the tool twice: only the file may allow it."""
     screened = screen_overrides(FILE, {"routing": {"hedge_tool_calls": True}})
     assert [refusal.key for refusal in screened.refused] == ["routing.hedge_tool_calls"]
+
+
+def test_the_editor_may_set_how_eagerly_next_edits_are_shown() -> None:
+    settings = Settings(FILE)
+    settings.with_overrides({"routing": {"edit_eagerness": "low"}}, origin="initializationOptions")
+    assert settings.effective.routing.edit_eagerness == "low"
+    with pytest.raises(ConfigError, match='expected one of "low", "medium", "high"'):
+        settings.with_overrides(
+            {"routing": {"edit_eagerness": "eager"}}, origin="initializationOptions"
+        )

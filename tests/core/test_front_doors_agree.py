@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.reasons import Reason
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import (
     inline_completion,

@@ -51,16 +51,16 @@ def test_every_declared_key_is_in_the_reference() -> None:
 
 @pytest.mark.unit
 def test_a_key_added_to_the_declaration_is_in_the_reference() -> None:
-    eagerness = Literal["low", "medium", "high"]
+    boldness = Literal["low", "medium", "high"]
     extended = dataclasses.make_dataclass(
         "RoutingConfig",
         [
             (
-                "edit_eagerness",
-                eagerness,
+                "refactor_boldness",
+                boldness,
                 dataclasses.field(
                     default="medium",
-                    metadata=key("how readily next edits are proposed", editor="free"),
+                    metadata=key("how far a refactor may stray", editor="free"),
                 ),
             )
         ],
@@ -69,8 +69,8 @@ def test_a_key_added_to_the_declaration_is_in_the_reference() -> None:
     )
     page = configuration_page((("[routing]", extended),))
     assert (
-        '| `edit_eagerness` | "low" \\| "medium" \\| "high" | `"medium"` |  | yes | '
-        "how readily next edits are proposed |"
+        '| `refactor_boldness` | "low" \\| "medium" \\| "high" | `"medium"` |  | yes | '
+        "how far a refactor may stray |"
     ) in page
 
 
@@ -136,13 +136,13 @@ def test_the_extension_settings_agree_with_the_editor_settable_keys() -> None:
 def test_an_extension_setting_with_no_key_is_a_disagreement() -> None:
     settings = {
         **_package_settings(),
-        "gatewayLs.routing.editEagerness": {"type": "string", "default": "medium"},
+        "gatewayLs.routing.noSuchKey": {"type": "string", "default": "medium"},
         "gatewayLs.local.modelPath": {"type": "string", "default": ""},
         "gatewayLs.routing.inlineDeadlineMs": {"type": "integer", "default": 900},
     }
     assert disagreements(settings) == [
         "gatewayLs.routing.inlineDeadlineMs: default 900, the key's 350",
-        "gatewayLs.routing.editEagerness: no configuration key",
+        "gatewayLs.routing.noSuchKey: no configuration key",
         "gatewayLs.local.modelPath: local.model_path comes from the config file only",
     ]
 

@@ -26,8 +26,8 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import AWS_KEY_ID
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.weather_agent import (

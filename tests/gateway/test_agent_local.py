@@ -17,7 +17,7 @@ from openai.types.chat import (
     ChatCompletionNamedToolChoiceParam,
 )
 
-from tests.support.fake_llm_server import FakeLLMServer
+from bench.harness.fake_llm_server import FakeLLMServer
 from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import endpoint_toml
 

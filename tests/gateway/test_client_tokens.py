@@ -17,10 +17,10 @@ import httpx
 import openai
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.model import GatewayConfig
 from lsp_server.gateway.client_tokens import ClientTokens, load_client_tokens, read_token_file
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
 

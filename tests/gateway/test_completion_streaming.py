@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator
 import pytest
 from openai.types import Completion
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 

@@ -22,9 +22,9 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import (
     Gateway,
     gateway_command,

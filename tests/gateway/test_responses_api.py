@@ -15,8 +15,8 @@ import openai
 import pytest
 from openai.types.responses import FunctionToolParam
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool

@@ -10,7 +10,7 @@ import pytest
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from lsp_server.backends.http_common import status_failure_kind
+from lsp_server.backends.http_failures import status_failure_kind
 from lsp_server.failures import EndpointFailure, FailureKind
 from lsp_server.gateway.errors import responses_code
 from lsp_server.gateway.openai_wire import GatewayError

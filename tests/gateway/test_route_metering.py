@@ -23,6 +23,7 @@ import httpx
 import pytest
 import redis
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.edit_prompts import (
     KEY_ENV,
     RENAMED,
@@ -30,7 +31,6 @@ from tests.support.edit_prompts import (
     zed_clean,
     zeta_prompt,
 )
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.mercury_upstream import finish_the_rename

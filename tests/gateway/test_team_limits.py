@@ -26,8 +26,8 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.limits.shared_store import LEASE_S
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.redis_server import RedisServer

@@ -32,7 +32,7 @@ from pygls.protocol import default_converter
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml
 from tests.support.raw_lsp import (
     INVALID_PARAMS,

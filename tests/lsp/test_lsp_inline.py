@@ -11,8 +11,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     eventually,

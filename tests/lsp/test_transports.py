@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.ports import free_port
 

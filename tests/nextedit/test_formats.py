@@ -8,11 +8,11 @@ from hypothesis import strategies as st
 
 from lsp_server.backends.base import ContextChunk
 from lsp_server.config.model import EndpointConfig
-from lsp_server.nextedit import chat_format, sweep_format, zeta_format
+from lsp_server.nextedit import chat_format, sweep_format, zeta2_format, zeta_format
 from lsp_server.nextedit.edits import OutsideTheRegion, region_edits
 from lsp_server.nextedit.history import EditHistory, _common_prefix, _common_suffix, unified_diff
 from lsp_server.nextedit.mercury_format import mercury_prompt, parse_mercury_prompt
-from lsp_server.nextedit.prompts import edit_call
+from lsp_server.nextedit.prompts import edit_call, read_answer
 from lsp_server.nextedit.region import LOCAL_CONTEXT_LINES, REGION_LINES_BEFORE, editable_region
 from lsp_server.nextedit.request import EditRequest, HistoryEdit
 
@@ -58,6 +58,40 @@ def test_a_zeta_prompt_reads_back_and_its_answer_is_read_as_zed_reads_it() -> No
     assert (parsed.text, parsed.region, parsed.cursor) == (asked.text, asked.region, asked.cursor)
     new = "def scale(amount, factor):\n    return amount * factor"
     assert zeta_format.read_zeta_answer(zeta_format.zeta_answer(new)) == new
+
+
+def test_an_endpoint_hosting_zeta2_is_asked_in_its_form_and_read_back() -> None:
+    endpoint = EndpointConfig(
+        name="z", kind="llamacpp", base_url="http://h", model="zeta-2", edit_format="zeta2"
+    )
+    asked = request()
+    call = edit_call(asked, endpoint)
+    assert call.path == "/v1/completions"
+    assert call.prompt is not None and call.prompt.startswith(zeta2_format.FIM_SUFFIX)
+    parsed = zeta2_format.parse_zeta2_prompt(call.prompt).request
+    assert (parsed.region_text, parsed.path) == (asked.region_text, "s.py")
+    assert parsed.cursor - parsed.region[0] == asked.cursor - asked.region[0]
+    assert [e.diff for e in parsed.history] == [e.diff for e in asked.history]
+    assert [c.text for c in parsed.snippets] == ["def helper(): ..."]
+    new = asked.region_text.replace("value", "amount")
+    answer = f"{new}\n{zeta2_format.END_MARKER}"
+    assert read_answer("zeta2", answer) == new + "\n"
+    assert read_answer("zeta2", "NO_EDITS\n>>>>>>> UPDATED\n") is None
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "<[fim-suffix]>\n<[fim-prefix]><filename>a.py\n<[fim-middle]>",
+        "<[fim-suffix]>\n<[fim-prefix]><filename>a.py\n<<<<<<< CURRENT\nx<|user_cursor|>\n"
+        "<[fim-middle]>",
+        "<[fim-suffix]>\n<[fim-prefix]><filename>a.py\n<|marker_2|>x<|user_cursor|>"
+        "<|marker_1|>\n<[fim-middle]>",
+    ],
+)
+def test_a_broken_zeta2_prompt_is_refused(prompt: str) -> None:
+    with pytest.raises(ValueError):
+        zeta2_format.parse_zeta2_prompt(prompt)
 
 
 def test_sweep_asks_for_the_updated_block_and_stops_at_the_next_file() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import open_document, server_env, vscode_capabilities
 from tests.support.mercury_session import (
     SOURCE,

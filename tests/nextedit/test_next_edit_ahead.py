@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.ahead import PAUSE_S
 from lsp_server.nextedit.service import NextEdit
 from tests.support.config_text import AWS_KEY_ID
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import open_document
 from tests.support.mercury_session import mercury_session, next_edit, rename_in_signature
 from tests.support.mercury_upstream import finish_the_rename, user_content
@@ -113,6 +113,24 @@ async def test_a_secret_typed_after_the_preparation_keeps_the_edit_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with engine_and_mercury(tmp_path, monkeypatch) as (engine, mercury):
+        uri = (tmp_path / "scale.py").as_uri()
+        engine.next_edits.opened(uri, SOURCE)
+        await predict(engine, uri)  # the client asks for next edits
+        engine.next_edits.opened(uri, SOURCE)
+        await renamed_and_paused(engine, uri)  # prepared, with a clean history
+        mercury.reset()
+        # Then a secret typed in this document, further down: it joins its own history.
+        secret = f'KEY = "{AWS_KEY_ID}"\n'
+        engine.next_edits.changed(uri, RENAMED + "\n" * 6 + secret, 9)
+        edit = await predict(engine, uri)
+        assert edit.endpoint == "local" and edit.reason == "sensitive"
+        assert edit_bytes(mercury) == 0
+
+
+async def test_a_secret_typed_in_another_file_after_the_preparation_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with engine_and_mercury(tmp_path, monkeypatch) as (engine, mercury):
         uri, notes = (tmp_path / "scale.py").as_uri(), (tmp_path / "notes.py").as_uri()
         engine.next_edits.opened(uri, SOURCE)
         await predict(engine, uri)  # the client asks for next edits
@@ -120,11 +138,11 @@ async def test_a_secret_typed_after_the_preparation_keeps_the_edit_here(
         engine.next_edits.opened(uri, SOURCE)
         await renamed_and_paused(engine, uri)  # prepared, with a clean history
         mercury.reset()
-        # Then a secret typed in another file: it joins the history the request carries.
+        # Then a secret typed in another file: it joins the history, and is left out of it.
         engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
         edit = await predict(engine, uri)
-        assert edit.endpoint == "local" and edit.reason == "sensitive"
-        assert edit_bytes(mercury) == 0
+        assert edit.endpoint == "mercury" and edit.withheld == 1
+        assert edit_bytes(mercury) > 0 and AWS_KEY_ID not in mercury.received_text()
 
 
 async def test_a_file_made_sensitive_after_the_preparation_keeps_the_edit_here(

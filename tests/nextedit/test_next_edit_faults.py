@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import open_document
 from tests.support.mercury_session import SOURCE, mercury_session, next_edit, rename_in_signature
 from tests.support.mercury_upstream import finish_the_rename

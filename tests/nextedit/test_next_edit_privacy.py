@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.core.engine import Engine
 from lsp_server.nextedit.service import NextEdit
 from tests.support.config_text import AWS_KEY_ID
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.mercury_upstream import finish_the_rename
 from tests.support.next_edit_engine import RENAMED, SOURCE, LocalStandIn, edit_bytes, engine_for
 
@@ -24,30 +24,73 @@ async def rename(engine: Engine, uri: str) -> None:
     engine.next_edits.changed(uri, RENAMED, 0)
 
 
-async def test_a_secret_typed_in_an_earlier_edit_never_reaches_a_remote(
+async def test_a_secret_in_another_documents_history_is_left_out_not_the_next_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another document's recent edit only adds context: the one holding a secret is left out
+    (counted, not sent), and the next edit goes on to Mercury without it."""
+    local = LocalStandIn()
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            notes, other = (tmp_path / "notes.py").as_uri(), (tmp_path / "other.py").as_uri()
+            # A secret typed in another file: it is in the history every prompt carries.
+            engine.next_edits.opened(notes, "# notes\n")
+            engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
+            await rename(engine, other)  # typing elsewhere closes the edit that typed it
+            edit = await predict(engine, other)
+            assert edit.endpoint == "mercury" and edit.edits
+            assert edit.withheld == 1
+            assert local.asked == 0
+            assert edit_bytes(mercury) > 0
+            assert AWS_KEY_ID not in mercury.received_text()
+            assert "(amount" in mercury.received_text()  # this document's own edit went
+            assert engine.privacy.withheld >= 1
+        finally:
+            await engine.aclose()
+
+
+async def test_a_secret_in_the_documents_own_history_keeps_its_next_edit_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the request is about goes whole or not at all: a secret typed in this document,
+    even taken out again, keeps its next edit on the local model."""
+    local = LocalStandIn()
+    with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
+        engine = engine_for(tmp_path, mercury, local, monkeypatch)
+        try:
+            uri = (tmp_path / "scale.py").as_uri()
+            key, tail = f'key = "{AWS_KEY_ID}"\n', "\n" * 6 + "x = 1\n"
+            engine.next_edits.opened(uri, SOURCE)
+            engine.next_edits.changed(uri, key + SOURCE, 0)  # the secret, typed
+            engine.next_edits.changed(uri, key + SOURCE + tail, 9)  # far away: that edit closes
+            engine.next_edits.changed(uri, SOURCE + tail, 0)  # and the secret goes again
+            edit = await engine.next_edits.predict(
+                uri=uri, text=SOURCE + tail, offset=16, language="python"
+            )
+            assert edit.endpoint == "local" and edit.reason == "sensitive"
+            assert local.asked == 1
+            assert edit_bytes(mercury) == 0
+        finally:
+            await engine.aclose()
+
+
+async def test_a_secret_in_the_region_keeps_the_next_edit_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     local = LocalStandIn()
     with FakeLLMServer(Behaviour(text=finish_the_rename("value", "amount"))) as mercury:
         engine = engine_for(tmp_path, mercury, local, monkeypatch)
         try:
-            notes, scale = (tmp_path / "notes.py").as_uri(), (tmp_path / "scale.py").as_uri()
-            # The control: the same edits without the secret go to Mercury.
-            await rename(engine, scale)
-            control = await engine.next_edits.predict(
-                uri=scale, text=RENAMED, offset=16, language="python"
+            uri = (tmp_path / "scale.py").as_uri()
+            text = RENAMED.replace(
+                "    return result", f'    key = "{AWS_KEY_ID}"\n    return result'
             )
-            assert control.endpoint == "mercury" and edit_bytes(mercury) > 0
-            mercury.reset()
-            # A secret typed in another file, then the same rename: it is in the history.
-            engine.next_edits.opened(notes, "# notes\n")
-            engine.next_edits.changed(notes, f'# notes\nkey = "{AWS_KEY_ID}"\n', 1)
-            await rename(engine, (tmp_path / "other.py").as_uri())
-            edit = await predict(engine, (tmp_path / "other.py").as_uri())
+            engine.next_edits.opened(uri, SOURCE)
+            engine.next_edits.changed(uri, text, 0)
+            edit = await engine.next_edits.predict(uri=uri, text=text, offset=16, language="python")
             assert edit.endpoint == "local" and edit.reason == "sensitive"
-            assert edit.edits  # the local model answered
             assert edit_bytes(mercury) == 0
-            assert AWS_KEY_ID not in mercury.received_text()
         finally:
             await engine.aclose()
 

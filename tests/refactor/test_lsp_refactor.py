@@ -17,13 +17,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import (
     apply_workspace_edit,
     read_code_actions_whole,
     record_applied_edits,
 )
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     eventually,

@@ -7,13 +7,13 @@ from typing import Any
 
 from lsprotocol import types
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.config.loader import parse_config_text
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS as LOCAL_MAX_TOKENS
 from lsp_server.refactor.prompt import READY_INSTRUCTIONS, SELECTION_END, SELECTION_START
 from lsp_server.refactor.service import LOCAL_MIN_TOKENS, local_answer_budget
 from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import record_applied_edits
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, eventually, lsp_session, open_document
 from tests.support.refactor_session import (
     AREA_BODY,

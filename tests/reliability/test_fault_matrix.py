@@ -20,7 +20,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,

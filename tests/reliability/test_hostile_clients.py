@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.config.model import GatewayConfig
 from tests.support import hostile_upstream as hostile
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.report import ServerMemory, report_scenario

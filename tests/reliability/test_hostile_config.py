@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, lsp_session, server_env, server_status
 from tests.support.report import ServerMemory, report_scenario
 

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from pytest_lsp import LanguageClient
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support import hostile_upstream as hostile
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,

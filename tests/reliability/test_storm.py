@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml
 from tests.support.raw_lsp import REQUEST_CANCELLED, RawLspClient, raw_lsp_server
 from tests.support.report import report_scenario

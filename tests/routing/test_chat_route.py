@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import ChatMessage, ChatRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Role, RoutingConfig
 from lsp_server.failures import RefusalCode, Refused
 from lsp_server.reasons import Reason
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.stand_in import no_local_model
 
 TOOL = {"type": "function", "function": {"name": "run_tests", "parameters": {"type": "object"}}}

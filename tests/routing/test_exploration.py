@@ -8,12 +8,12 @@ import asyncio
 import random
 from typing import Any
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.stand_in import no_local_model
 
 TEXT = "return a + b\n"

@@ -10,6 +10,7 @@ import pytest
 from lsp_server.backends.base import ChatRequest, CompletionRequest, Usage
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
 from lsp_server.routing.router import Router
 from tests.support.stand_in import REQUEST, StandIn, endpoint
@@ -93,14 +94,16 @@ class LoadingModel(LocalModel):
             self._state = LocalState.LOADING
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         self.start_loading()
         await asyncio.sleep(self.load_s)
         self._state = LocalState.READY
         yield "return a + b\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         raise NotImplementedError
         yield ""
 

@@ -19,8 +19,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.privacy.policy import contains_secret
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,

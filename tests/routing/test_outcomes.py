@@ -26,6 +26,7 @@ from lsp_server.backends.base import (
 from lsp_server.chat.pass_through import _Tally
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.failures import FailureKind, RouteFailed
+from lsp_server.permit import Permit
 from lsp_server.reasons import Reason
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.decision_log import DecisionKind
@@ -55,11 +56,13 @@ class Scripted(Backend):
         yield f"{self.name}\n"
 
     def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         return self._answer(usage)
 
-    def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         return self._answer(usage)
 
 

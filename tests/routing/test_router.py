@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import (
     CompletionRequest,
 )
@@ -26,7 +27,6 @@ from lsp_server.routing.decision_log import estimate_cost
 from lsp_server.routing.hedge_budget import HEDGE_BURST
 from lsp_server.routing.inline_choice import InlineChooser
 from lsp_server.routing.router import Router
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.stand_in import (
     REQUEST,
     StandIn,
@@ -162,7 +162,7 @@ async def test_a_straggler_is_hedged_to_the_best_ranked_backup_not_to_a_draw() -
                 first_token_ms=None, total_ms=ms, tokens=1, won=True
             )
     # The draws favour "slow" over "mid", but not over the primary: no exploration.
-    router._chooser = InlineChooser(rng=ScriptedDraws([900.0, 50.0, 10.0]))
+    router.races._chooser = InlineChooser(rng=ScriptedDraws([900.0, 50.0, 10.0]))
     routed = await router.inline(REQUEST)
     assert calls == ["fast", "mid"]
     assert (routed.endpoint, routed.reason) == ("mid", "hedge-win")

@@ -24,8 +24,8 @@ import httpx
 import pytest
 import redis
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.redis_server import RedisServer

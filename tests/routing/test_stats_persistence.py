@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
@@ -26,7 +27,6 @@ from lsp_server.routing.stats_snapshot import (
     endpoint_key,
     merge,
 )
-from tests.support.fake_llm_server import Behaviour, FakeLLMServer
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.stand_in import no_local_model
 

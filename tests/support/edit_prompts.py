@@ -1,7 +1,10 @@
 """Next-edit requests as the clients' own sources build them: Continue's Mercury prompt and
-Zed's Zeta prompt, for one rename in `scale.py`, and Zed's reading of the answer."""
+Zed's Zeta prompts (its first form here, Zeta 2 and 2.1 through `zed_zeta2`), for one rename in
+`scale.py`, and Zed's reading of the answer."""
 
 from __future__ import annotations
+
+from tests.support import zed_zeta2
 
 KEY_ENV = {"INCEPTION_API_KEY": "test-key"}
 BEFORE = "def scale(amount, factor):\n"
@@ -71,3 +74,35 @@ def zeta_prompt() -> str:
         + "\n```"
     )
     return instruction + events + "\n\n### User Excerpt:\n\n" + excerpt + "\n\n### Response:\n"
+
+
+# Zeta 2 and 2.1: the same rename, with the region as Zed's excerpt ranges give it (whole
+# lines, the last line's break included). Zeta 2.1's region reaches two more functions, so
+# its markers cut it into blocks and the answer rewrites the first block alone.
+ZETA2_REGION = REGION + "\n"
+ZETA21_REGION = (
+    REGION
+    + "\n\n\ndef shift(amount, offset):\n    moved = amount + offset\n    return moved\n\n\n"
+    + "def clamp(amount, low, high):\n    if amount < low:\n        return low\n"
+    + "    if amount > high:\n        return high\n    return amount\n"
+)
+ZETA2_EVENT = zed_zeta2.Event(
+    "scale.py",
+    "@@ -1,3 +1,3 @@\n-def scale(value, factor):\n+def scale(amount, factor):\n"
+    "     result = value * factor\n     return result\n",
+)
+ZETA2_RELATED = zed_zeta2.RelatedFile("util.py", "def helper():\n    return 1\n")
+
+
+def zeta2_input(region: str) -> zed_zeta2.PromptInput:
+    """Zed's prompt input for the rename: the cursor before `value` in the region."""
+    context = BEFORE + region + AFTER[1:] + "\n"
+    start = len(BEFORE)
+    return zed_zeta2.PromptInput(
+        cursor_path="scale.py",
+        context=context,
+        editable=(start, start + len(region)),
+        cursor=start + region.index("value"),
+        events=(ZETA2_EVENT,),
+        related_files=(ZETA2_RELATED,),
+    )

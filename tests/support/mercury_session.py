@@ -11,7 +11,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.support.fake_llm_server import FakeLLMServer
+from bench.harness.fake_llm_server import FakeLLMServer
 from tests.support.lsp_session import lsp_session
 
 KEY_ENV = {"INCEPTION_API_KEY": "test-key"}

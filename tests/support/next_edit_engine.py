@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.fake_llm_server import FakeLLMServer
 from lsp_server.backends.base import ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.factory import remote_backend
 from lsp_server.backends.local_model import LocalModel, LocalState
 from lsp_server.config.loader import load_config_file
 from lsp_server.core.engine import Engine
-from tests.support.fake_llm_server import FakeLLMServer
+from lsp_server.permit import Permit
 
 SOURCE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAMED = SOURCE.replace("(value", "(amount")
@@ -42,11 +43,13 @@ class LocalStandIn(LocalModel):
         return True
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         yield ""
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         self.asked += 1
         yield "```python\ndef scale(amount, factor):\n    result = amount * factor\n"
         yield "    return result\n\n```"

@@ -9,9 +9,9 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from bench.harness.fake_llm_server import FakeLLMServer
 from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import apply_workspace_edit, text_edits_for
-from tests.support.fake_llm_server import FakeLLMServer
 from tests.support.lsp_session import endpoint_toml
 
 REFACTOR_ROLE = '["refactor"]'

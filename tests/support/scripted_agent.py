@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.support.fake_llm_server import FakeLLMServer
+from bench.harness.fake_llm_server import FakeLLMServer
 
 ARGUMENT_PIECE_CHARS = 5  # streamed arguments come in pieces this long, as models stream them
 TEXT_PIECE_CHARS = 6

@@ -15,6 +15,7 @@ from lsp_server.backends.base import (
 from lsp_server.backends.local_model import LocalModel
 from lsp_server.config.model import Config, EndpointConfig, LocalConfig, RoutingConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 from lsp_server.routing.router import Router
 
 REQUEST = CompletionRequest(prefix="def add(a, b):\n    ", suffix="\n\nprint(add(1, 2))\n")
@@ -62,7 +63,7 @@ class StandIn(LocalModel):
         self.failure = failure
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         self.calls.append(self.name)
         await asyncio.sleep(self.delay(request))
@@ -72,7 +73,9 @@ class StandIn(LocalModel):
             usage.completion_tokens += 1
         yield f"{self.name}\n"
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         raise BackendError(self.name, FailureKind.UNAVAILABLE, "chat is not scripted")
         yield ""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.fake_llm_server import Behaviour
+from bench.harness.fake_llm_server import Behaviour
 
 ANTHROPIC_KEY_ENV = "TEST_GATEWAY_ANTHROPIC_KEY"
 ANTHROPIC_KEY = "test-anthropic-key"

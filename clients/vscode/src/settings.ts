@@ -44,6 +44,7 @@ type ServerSection = "routing" | "local";
 const SERVER_KEYS: Readonly<Record<string, readonly [ServerSection, string]>> = {
   "routing.inlineDeadlineMs": ["routing", "inline_deadline_ms"],
   "routing.hedgeAfterMs": ["routing", "hedge_after_ms"],
+  "routing.editEagerness": ["routing", "edit_eagerness"],
   "routing.offline": ["routing", "offline"],
   "routing.sensitiveGlobs": ["routing", "sensitive_globs"],
   "routing.redactSecrets": ["routing", "redact_secrets"],

@@ -17,6 +17,16 @@ export interface EndpointStatus {
   readonly errors: number | null;
   readonly p50_ms: number | null;
   readonly p95_ms: number | null;
+  /** What became of its next edits; null for an endpoint without the `edit` role. */
+  readonly edit: EditOutcomes | null;
+}
+
+export interface EditOutcomes {
+  readonly shown: number | null;
+  readonly accepted: number | null;
+  readonly acceptance_rate: number | null;
+  /** Of the characters accepted edits inserted, the share still there 30 s later. */
+  readonly kept_rate: number | null;
 }
 
 export interface RoutingDecision {
@@ -78,6 +88,7 @@ export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
               errors: count(e.errors),
               p50_ms: count(e.p50_ms),
               p95_ms: count(e.p95_ms),
+              edit: editOutcomes(record(e.edit)),
             },
           ];
     }),
@@ -100,6 +111,17 @@ export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
           ];
     }),
   };
+}
+
+function editOutcomes(edit: Record<string, unknown> | undefined): EditOutcomes | null {
+  return edit === undefined
+    ? null
+    : {
+        shown: count(edit.shown),
+        accepted: count(edit.accepted),
+        acceptance_rate: count(edit.acceptance_rate),
+        kept_rate: count(edit.kept_rate),
+      };
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
@@ -281,6 +303,25 @@ export function statusMarkdown(status: RoutingStatus): string {
       ),
     );
   }
+  const editing = status.endpoints.filter((e) => e.edit !== null);
+  if (editing.length > 0) {
+    lines.push(
+      "",
+      "## Next edits",
+      "",
+      "| endpoint | shown | accepted | acceptance | kept |",
+      "| --- | ---: | ---: | ---: | ---: |",
+      ...editing.map((e) =>
+        row([
+          e.name,
+          formatCount(e.edit?.shown ?? null),
+          formatCount(e.edit?.accepted ?? null),
+          formatShare(e.edit?.acceptance_rate ?? null),
+          formatShare(e.edit?.kept_rate ?? null),
+        ]),
+      ),
+    );
+  }
   lines.push("", "## Last routing decisions", "");
   if (status.decisions.length === 0) {
     lines.push("No requests routed yet.");
@@ -307,6 +348,10 @@ export function statusMarkdown(status: RoutingStatus): string {
 
 function formatCount(value: number | null): string {
   return value === null ? "–" : String(value);
+}
+
+function formatShare(value: number | null): string {
+  return value === null ? "–" : `${Math.round(value * 100)} %`;
 }
 
 function fileName(uri: string): string {

@@ -42,6 +42,7 @@ const SAMPLE: RoutingStatus = {
       errors: 2,
       p50_ms: 84.2,
       p95_ms: 1510,
+      edit: { shown: 10, accepted: 4, acceptance_rate: 0.4, kept_rate: 0.75 },
     },
     {
       name: "claude",
@@ -54,6 +55,7 @@ const SAMPLE: RoutingStatus = {
       errors: 3,
       p50_ms: null,
       p95_ms: null,
+      edit: null,
     },
   ],
   decisions: [
@@ -137,6 +139,11 @@ describe("status document", () => {
   test("one row per endpoint with health, counters and percentiles", () => {
     assert.ok(markdown.includes("| mercury | openai | mercury-2 | inline | healthy | 120 | 97 | 2 | 84 ms | 1.5 s |"));
     assert.ok(markdown.includes("| claude | anthropic | claude-opus-4-6 | refactor | circuit open | 3 | 0 | 3 | – | – |"));
+  });
+
+  test("next edits: acceptance and the kept rate per edit endpoint", () => {
+    assert.ok(markdown.includes("| mercury | 10 | 4 | 40 % | 75 % |"));
+    assert.ok(!markdown.includes("| claude | –"));
   });
 
   test("decisions newest first, with reason, cost and file", () => {

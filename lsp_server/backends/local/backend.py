@@ -83,6 +83,7 @@ from lsp_server.backends.model_presets import ModelPreset, local_context_tokens,
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import LOCAL_CHAT_MAX_TOKENS, LOCAL_MODEL_AUTO, LocalConfig
 from lsp_server.failures import FailureKind
+from lsp_server.permit import Permit
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -346,7 +347,7 @@ class LocalBackend(LocalModel):
     # Generation
 
     async def complete(
-        self, request: CompletionRequest, usage: Usage | None = None
+        self, request: CompletionRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[str]:
         await self.ensure_loaded()
         for job in self._next_edits:
@@ -378,15 +379,19 @@ class LocalBackend(LocalModel):
         if live is not None:
             self._auto.observed(live)
 
-    async def chat(self, request: ChatRequest, usage: Usage | None = None) -> AsyncIterator[str]:
+    async def chat(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         await self.ensure_loaded()
         async for text in self._stream(lambda job: self._run_chat(job, request), usage):
             if isinstance(text, str):
                 yield text
 
-    def edit(self, call: EditCall, usage: Usage | None = None) -> AsyncIterator[str]:
+    def edit(
+        self, call: EditCall, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[str]:
         if call.prompt is not None:
-            return super().edit(call, usage)  # refused: the local model only chats
+            return super().edit(call, usage, permit=permit)  # refused: the local model only chats
         return self._edit(call, usage)
 
     async def _edit(self, call: EditCall, usage: Usage | None) -> AsyncIterator[str]:
@@ -400,10 +405,10 @@ class LocalBackend(LocalModel):
                 yield text
 
     async def chat_events(
-        self, request: ChatRequest, usage: Usage | None = None
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
     ) -> AsyncIterator[ChatEvent]:
         if not request.uses_tools:
-            async for text in self.chat(request, usage):
+            async for text in self.chat(request, usage, permit=permit):
                 yield text
             return
         await self.ensure_loaded()

@@ -13,7 +13,7 @@ It runs uvicorn in a background thread with its own event loop. Every generation
 raced against the client going away and against the server stopping, so hanging faults end as
 soon as either happens and `stop()` never waits on a hung request.
 
-Run by hand for demos: `python -m tests.support.fake_llm_server --port 8001 --text "..."`.
+Run by hand for demos: `python -m bench.harness.fake_llm_server --port 8001 --text "..."`.
 """
 
 from __future__ import annotations
@@ -34,12 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
+
+from lsp_server.event_loop import run_on_fastest_loop
 
 # A request or response body, or one of its parts, as parsed JSON.
 JsonObject = dict[str, Any]
@@ -79,6 +82,10 @@ class Behaviour:
     tool_calls: tuple[JsonObject, ...] | Callable[[JsonObject], tuple[JsonObject, ...]] = ()
     latency_s: float = 0.0  # delay before response headers
     chunk_delay_s: float = 0.0  # delay between streamed chunks
+    # A stream's own pace, drawn per request (a `profile`'s): the wait after the headers
+    # before each part in turn; the parts past its end wait `chunk_delay_s`.
+    gaps_s: tuple[float, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()  # more response headers
     chunk_chars: int = 4  # characters per streamed delta
     fault: str | None = None  # "status:NNN" or one of FAULTS
     retry_after: str | None = None  # value of Retry-After on error statuses
@@ -98,6 +105,8 @@ class RecordedRequest:
     body: bytes
     json: Any | None  # the parsed body, None when it is not JSON
     time: float  # time.monotonic() when the request was complete
+    arrived: float  # time.monotonic() when it reached the server's app
+    client: tuple[str, int] | None  # the connection's address on the client's side
 
     @property
     def payload(self) -> JsonObject:
@@ -554,6 +563,7 @@ class Plan:
     parts: list[bytes] = field(default_factory=list)
     latency_s: float = 0.0
     part_delay_s: float = 0.0
+    gaps_s: tuple[float, ...] = ()  # before each part in turn; past its end, `part_delay_s`
     hang_before_headers: bool = False
     hang_after_parts: bool = False
     is_stream: bool = False
@@ -562,7 +572,7 @@ class Plan:
 def plan_response(behaviour: Behaviour, shape: WireShape, stream: bool) -> Plan:
     fault = behaviour.fault
     status = fault_status(fault)
-    plan = Plan(latency_s=behaviour.latency_s, is_stream=stream)
+    plan = Plan(latency_s=behaviour.latency_s, headers=dict(behaviour.headers), is_stream=stream)
     if status is not None:
         body = b"" if status in (204, 304) else json.dumps(shape.error(status, "fault")).encode()
         plan.status, plan.parts, plan.is_stream = status, [body], False
@@ -609,7 +619,7 @@ def plan_response(behaviour: Behaviour, shape: WireShape, stream: bool) -> Plan:
         _plan_body(plan, shape, answer, fault)
     if fault == "slow_drip":
         plan.parts = [bytes([byte]) for byte in b"".join(plan.parts)]
-        plan.part_delay_s = SLOW_DRIP_BYTE_DELAY_S
+        plan.part_delay_s, plan.gaps_s = SLOW_DRIP_BYTE_DELAY_S, ()
     return plan
 
 
@@ -618,6 +628,7 @@ def _plan_stream(plan: Plan, behaviour: Behaviour, shape: WireShape, answer: Ans
     plan.headers["content-type"] = "text/event-stream"
     plan.headers["cache-control"] = "no-cache"
     plan.part_delay_s = behaviour.chunk_delay_s
+    plan.gaps_s = behaviour.gaps_s
     size = OVERSIZED_DELTA_CHARS if fault == "oversized" else max(1, behaviour.chunk_chars)
     text = answer.text[: len(answer.text) // 2] if fault == "truncated" else answer.text
     deltas = [shape.delta(piece) for piece in _pieces(text, size)]
@@ -661,7 +672,9 @@ async def play(plan: Plan, send: Send) -> None:
     headers = [(k.encode(), v.encode()) for k, v in plan.headers.items()]
     await send({"type": "http.response.start", "status": plan.status, "headers": headers})
     for index, part in enumerate(plan.parts):
-        if index and plan.part_delay_s:
+        if index < len(plan.gaps_s):
+            await asyncio.sleep(plan.gaps_s[index])
+        elif index and plan.part_delay_s:
             await asyncio.sleep(plan.part_delay_s)
         await send({"type": "http.response.body", "body": part, "more_body": True})
     if plan.hang_after_parts:
@@ -701,9 +714,12 @@ class FakeLLMServer:
         port: int = 0,
         access_log: bool = False,
         certificate: Path | None = None,
+        for_load: bool = False,
     ) -> None:
         """`certificate`: a PEM file with the server's key and certificate chain (as trustme
-        writes one): the server then speaks HTTPS only."""
+        writes one): the server then speaks HTTPS only. `for_load`: served as a benchmark's
+        load needs it (httptools, the fastest event loop, a long accept queue), and no request
+        kept in `requests`, so memory stays flat over a long run (the counters still count)."""
         self.behaviour = behaviour or Behaviour()
         self.certificate = certificate
         self.name = name
@@ -714,11 +730,15 @@ class FakeLLMServer:
         # A latency profile: the behaviour for one request, chosen from its body (None: the
         # usual `behaviour`), so every client replaying a trace sees the same latencies.
         self.profile: Callable[[JsonObject], Behaviour | None] | None = None
+        # Called with each generation request and the time (`time.monotonic()`) its answer
+        # ended, once the answer was played to its end.
+        self.answered: Callable[[RecordedRequest, float], None] | None = None
         self.bytes_received = 0
         self.open_streams = 0
         self.completed_streams = 0
         self.disconnects = 0
         self._access_log = access_log
+        self._for_load = for_load
         self._lock = threading.Lock()
         self._next_id = 0
         self._thread: threading.Thread | None = None
@@ -755,7 +775,8 @@ class FakeLLMServer:
         self.port = listener.getsockname()[1]
         config = uvicorn.Config(
             _RecordingApp(self, self._starlette_app()),
-            http="h11",
+            http="httptools" if self._for_load else "h11",
+            backlog=2048 if self._for_load else 100,
             ws="none",
             lifespan="off",
             log_config=None,
@@ -765,7 +786,9 @@ class FakeLLMServer:
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=asyncio.run, args=(self._serve(listener),), name=f"fake-llm-{self.name}"
+            target=run_on_fastest_loop if self._for_load else asyncio.run,
+            args=(self._serve(listener),),
+            name=f"fake-llm-{self.name}",
         )
         self._thread.daemon = True
         self._thread.start()
@@ -858,7 +881,8 @@ class FakeLLMServer:
             if request.method == "GET" and request.path == "/v1/models" and not request.body:
                 self.model_list_requests += 1
                 return
-            self.requests.append(request)
+            if not self._for_load:
+                self.requests.append(request)
             self.bytes_received += size
 
     def _count(self, counter: str, step: int = 1) -> None:
@@ -919,7 +943,8 @@ class FakeLLMServer:
             behaviour = self.behaviour
             if not self._authorized(request, anthropic):
                 return JSONResponse(shape_class.error(401, "invalid API key"), 401)
-            payload = _json_or_none(await request.body())
+            recorded: RecordedRequest = request.scope[_RECORDED]
+            payload = recorded.json
             if not isinstance(payload, dict):
                 error = shape_class.error(400, "request body is not a JSON object")
                 return JSONResponse(error, 400)
@@ -930,7 +955,7 @@ class FakeLLMServer:
             shape.report_usage = behaviour.report_usage
             stream = payload.get("stream") is True and not behaviour.ignore_stream
             plan = plan_response(behaviour, shape, stream=stream)
-            return _SupervisedResponse(self, plan, shape)
+            return _SupervisedResponse(self, plan, shape, recorded)
 
         return endpoint
 
@@ -938,10 +963,13 @@ class FakeLLMServer:
 class _SupervisedResponse:
     """Plays a plan while watching for the client leaving and the server stopping."""
 
-    def __init__(self, server: FakeLLMServer, plan: Plan, shape: WireShape) -> None:
+    def __init__(
+        self, server: FakeLLMServer, plan: Plan, shape: WireShape, request: RecordedRequest
+    ) -> None:
         self.server = server
         self.plan = plan
         self.shape = shape
+        self.request = request
         self.started = False
         self.ended = False
 
@@ -956,6 +984,8 @@ class _SupervisedResponse:
             await _cancel(tasks)
             if player in done:
                 player.result()
+                if self.server.answered is not None:
+                    self.server.answered(self.request, time.monotonic())
                 if self.plan.is_stream:
                     self.server._count("completed_streams")
             elif client_gone in done:
@@ -1000,6 +1030,7 @@ class _RecordingApp:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        arrived = time.monotonic()
         chunks: list[bytes] = []
         disconnected = False
         while True:
@@ -1015,12 +1046,19 @@ class _RecordingApp:
         for raw_name, raw_value in scope["headers"]:
             name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        self.server._record(
-            RecordedRequest(
-                scope["method"], scope["path"], headers, body, _json_or_none(body), time.monotonic()
-            ),
-            _head_size(scope) + len(body),
+        client = scope.get("client")
+        request = RecordedRequest(
+            scope["method"],
+            scope["path"],
+            headers,
+            body,
+            _json_or_none(body),
+            time.monotonic(),
+            arrived,
+            (client[0], client[1]) if client else None,
         )
+        self.server._record(request, _head_size(scope) + len(body))
+        scope[_RECORDED] = request
         if disconnected:
             return
         replayed = False
@@ -1035,6 +1073,10 @@ class _RecordingApp:
         await self.app(scope, replay, send)
 
 
+# The scope's key for the request as recorded, so the endpoint reads the body parsed once.
+_RECORDED = "fake_llm.recorded"
+
+
 def _head_size(scope: Scope) -> int:
     """Bytes of the request line and headers as they came over the wire (HTTP/1.1)."""
     target = scope.get("raw_path") or scope["path"].encode()
@@ -1046,6 +1088,12 @@ def _head_size(scope: Scope) -> int:
 
 
 def _json_or_none(body: bytes) -> Any | None:
+    """The body parsed (by orjson, or by `json` where orjson refuses, as with integers past 64
+    bits), None when it is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(body)
     except ValueError:
@@ -1074,7 +1122,7 @@ def trace_profile(path: str, base: Behaviour) -> Callable[[JsonObject], Behaviou
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.support.fake_llm_server",
+        prog="python -m bench.harness.fake_llm_server",
         description="Serve a scripted OpenAI/Anthropic-compatible model on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=8001)

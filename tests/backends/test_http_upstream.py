@@ -11,7 +11,7 @@ import httpx
 import pytest
 from httpx_sse import EventSource
 
-from lsp_server.backends import http_common
+from lsp_server.backends import http_client, sse_stream
 from lsp_server.backends.base import BackendError, token_count
 
 pytestmark = pytest.mark.unit
@@ -58,12 +58,12 @@ class _Stream(httpx.AsyncByteStream):
 
 
 async def payloads(response: httpx.Response) -> list[dict[str, Any]]:
-    return [payload async for payload in http_common.iter_sse_json("e", response)]
+    return [payload async for payload in sse_stream.iter_sse_json("e", response)]
 
 
 async def test_many_events_whose_sum_passes_the_event_bound_are_fine() -> None:
     event = b'data: {"n": "' + b"x" * 1000 + b'"}\r\n\r\n'
-    count = 2 * http_common.MAX_SSE_EVENT_BYTES // len(event)
+    count = 2 * sse_stream.MAX_SSE_EVENT_BYTES // len(event)
     stream = event * count + b"data: [DONE]\r\n\r\n"
     # chunks of an odd size, so line breaks, "\r\n" pairs among them, fall across chunks
     chunks = [stream[i : i + 1001] for i in range(0, len(stream), 1001)]
@@ -110,7 +110,7 @@ _AWKWARD_STREAM = (
 async def events_of(response: httpx.Response) -> list[tuple[str, str, str, int | None]]:
     return [
         (event.event, event.data, event.id, event.retry)
-        async for event in http_common.sse_events("e", response)
+        async for event in sse_stream.sse_events("e", response)
     ]
 
 
@@ -142,7 +142,7 @@ async def test_a_cookie_an_endpoint_sets_is_never_kept() -> None:
     keeping = httpx.AsyncClient()
     keeping.cookies.extract_cookies(answer)
     assert dict(keeping.cookies) == {"session": "abc"}  # what httpx does by default
-    client = http_common.make_client("http://127.0.0.1:9/v1", 5.0)
+    client = http_client.make_client("http://127.0.0.1:9/v1", 5.0)
     client.cookies.extract_cookies(answer)
     assert not client.cookies
     await keeping.aclose()

@@ -1,0 +1,101 @@
+"""The router's status as `gatewayLs.status`, `gateway-ls stats` and `/gateway-ls/status`
+show it: counts and figures only, never content."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lsp_server.backends.local_model import LocalModel, LocalState
+from lsp_server.config.loader import config_to_dict
+from lsp_server.config.model import Config
+from lsp_server.routing.circuit_breaker import BreakerState
+from lsp_server.routing.edit_outcomes import EditOutcomes
+from lsp_server.routing.endpoint_pool import Endpoint
+
+
+class ConfigView:
+    """The configuration as the status shows it, made again only when the configuration is
+    replaced (it is a frozen value); read, never changed, by whoever reads the status."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[Config | None, dict[str, Any]] = (None, {})
+
+    def of(self, config: Config) -> dict[str, Any]:
+        seen, view = self._seen
+        if seen is not config:
+            view = config_to_dict(config)
+            self._seen = (config, view)
+        return view
+
+
+def local_status(model: LocalModel | None) -> dict[str, Any]:
+    return {
+        "enabled": model is not None,
+        "state": model.state.value if model is not None else LocalState.DISABLED.value,
+        "model": str(model.model_path or "") if model is not None else "",
+        "error": model.load_error if model is not None else None,
+        "fim": model.fim_supported if model is not None else None,
+        "next_edit": model.next_edit_supported if model is not None else None,
+        **(model.details() if model is not None else {}),
+    }
+
+
+def endpoint_status(endpoint: Endpoint, edit_outcomes: EditOutcomes) -> dict[str, Any]:
+    return {**_endpoint_status(endpoint), "edit": _edit_status(endpoint, edit_outcomes)}
+
+
+def _edit_status(endpoint: Endpoint, edit_outcomes: EditOutcomes) -> dict[str, Any] | None:
+    """Next-edit traffic of one endpoint: latency, and how often what it proposed was accepted
+    or dismissed once shown."""
+    if "edit" not in endpoint.roles:
+        return None
+    stats = endpoint.edit_stats
+    return {
+        "requests": stats.requests,
+        "wins": stats.wins,
+        "errors": stats.errors,
+        "p50_ms": _round(stats.percentile(0.5)),
+        "p95_ms": _round(stats.percentile(0.95)),
+        "cost_usd": round(stats.cost_usd, 6),
+        **edit_outcomes.status(endpoint.name),
+    }
+
+
+def health(endpoint: Endpoint) -> str:
+    """The breaker's state, or, while it is closed, whether errors are frequent."""
+    state = endpoint.breaker.state
+    if state is BreakerState.CLOSED:
+        return "degraded" if (endpoint.stats.error_rate.value or 0.0) > 0.2 else "healthy"
+    return state.value
+
+
+def _endpoint_status(endpoint: Endpoint) -> dict[str, Any]:
+    stats = endpoint.stats
+    health_now = health(endpoint)
+    config = endpoint.config
+    return {
+        "name": endpoint.name,
+        "kind": config.kind if config else "local",
+        "model": config.model if config else "local",
+        "roles": list(endpoint.roles),
+        "health": health_now,
+        "requests": stats.requests,
+        "wins": stats.wins,
+        "errors": stats.errors,
+        "hedges": stats.hedges,
+        "tokens": stats.tokens,
+        "cost_usd": round(stats.cost_usd, 6),
+        "p50_ms": _round(stats.percentile(0.5)),
+        "p95_ms": _round(stats.percentile(0.95)),
+        "ewma_ms": _round(stats.total_ms.value),
+        "first_token_ewma_ms": _round(stats.first_token_ms.value),
+        "first_token_estimate_ms": _round(math.exp(stats.ttft.mean) if stats.ttft.known else None),
+        "error_rate": round(stats.error_rate.value or 0.0, 3),
+        "retry_in_s": round(endpoint.breaker.retry_in_s, 1),
+        "last_error": endpoint.last_error,
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
