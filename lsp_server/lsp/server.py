@@ -41,6 +41,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: GatewayServer, params: types.InitializeParams) -> None:
+        """Starts preparing the engine; `initializationOptions.gatewayLs` applies over the file."""
         ls.start_preparing()
         options = params.initialization_options
         if isinstance(options, Mapping) and SETTINGS_KEY in options:
@@ -48,6 +49,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: GatewayServer, params: types.InitializedParams) -> None:
+        """Watches the file, starts the services and warns of API keys not set."""
         ls.client_log.attach()
         await ls.start_watching()  # first: a change made while services start is not missed
         await ls.start_services_when_prepared()
@@ -56,6 +58,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: GatewayServer, params: None) -> None:
+        """Stops the services, the local model with them."""
         await ls.stop()
         ls.client_log.detach()
 
@@ -63,29 +66,34 @@ def register_features(server: GatewayServer) -> None:
     def did_change_configuration(
         ls: GatewayServer, params: types.DidChangeConfigurationParams
     ) -> None:
+        """Applies `settings.gatewayLs` over the file (screened: see Configuration)."""
         settings = params.settings
         if isinstance(settings, Mapping) and SETTINGS_KEY in settings:
             ls.apply_overrides(settings[SETTINGS_KEY], origin="workspace/didChangeConfiguration")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GatewayServer, params: types.DidOpenTextDocumentParams) -> None:
+        """Gathers context from the document and has the local model read ahead in it."""
         ls.note_document(params.text_document.uri, "opened")
         ls.read_ahead(params.text_document.uri, None)
 
     @server.feature(NOTIFY_CURSOR)
     def did_move_cursor(ls: GatewayServer, params: Any) -> None:
+        """gateway-ls's own: the cursor came to rest; the local model reads the prompt there."""
         report = parse_cursor_report(params)
         if report is not None:
             ls.cursor_moved(report.uri, report.position)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GatewayServer, params: types.DidSaveTextDocumentParams) -> None:
+        """Gathers context from the saved document."""
         ls.note_document(params.text_document.uri, "saved")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
         ls: GatewayServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
+        """Follows the workspace folders, where context and imports are looked up."""
         ls.update_workspace_folders()
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -109,12 +117,14 @@ def register_features(server: GatewayServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GatewayServer, params: types.DidCloseTextDocumentParams) -> None:
+        """Forgets the document."""
         ls.forget_document(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(
         ls: GatewayServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
+        """Ghost text at the cursor from the fastest endpoint that may see the document."""
         found = await ls.suggest_at(
             params.text_document.uri, params.position, kind=types.TEXT_DOCUMENT_INLINE_COMPLETION
         )
@@ -132,6 +142,7 @@ def register_features(server: GatewayServer) -> None:
         types.CompletionOptions(trigger_characters=[".", "(", " ", "\n"], resolve_provider=False),
     )
     async def completion(ls: GatewayServer, params: types.CompletionParams) -> types.CompletionList:
+        """The same suggestion as one completion item, for clients without ghost text."""
         found = await ls.suggest_at(
             params.text_document.uri, params.position, kind=types.TEXT_DOCUMENT_COMPLETION
         )
@@ -152,6 +163,7 @@ def register_features(server: GatewayServer) -> None:
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite]),
     )
     def code_action(ls: GatewayServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        """Refactor actions (`refactor.rewrite`) for a selection, with ready instructions."""
         selection = params.range
         if selection.start == selection.end:
             return []
@@ -164,6 +176,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_STATUS)
     def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        """The routing status: endpoints, recent decisions with their reasons, work in flight."""
         engine = ls.engine
         return {
             **engine.router.status(),
@@ -174,6 +187,7 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_SET_OFFLINE)
     def set_offline(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        """Sets offline mode: "auto", "always" or "never"."""
         mode = args[0] if args else None
         if isinstance(mode, Mapping):
             mode = mode.get("mode")
@@ -184,5 +198,6 @@ def register_features(server: GatewayServer) -> None:
 
     @server.command(CMD_REFACTOR)
     async def refactor(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        """Rewrites `{uri, range, instruction}` with a reasoning model, as a reviewable edit."""
         request_id = ls.gateway_protocol.link_current_task()
         return await run_refactor_command(ls, args, request_id=request_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,22 @@ def test_doctor_exits_0_when_every_endpoint_answers(tmp_path: Path) -> None:
     with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
         config = write_config(tmp_path, LOCAL_OFF + endpoint_toml("up", endpoint.base_url))
         assert gateway_ls(tmp_path, "--config", str(config), "doctor").returncode == 0
+
+
+def test_doctor_json_is_what_an_editor_reads(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        LOCAL_OFF
+        + endpoint_toml("down", "http://127.0.0.1:9/v1", extra='api_key_env = "GATEWAY_LS_UNSET"'),
+    )
+    result = gateway_ls(tmp_path, "--config", str(config), "doctor", "--json")
+    assert result.returncode == 1
+    found = json.loads(result.stdout)
+    assert found["configuration"] == str(config)
+    assert found["warnings"] == ["down: environment variable GATEWAY_LS_UNSET is not set"]
+    (down,) = found["endpoints"]
+    assert (down["name"], down["ok"]) == ("down", False)
+    assert down["hint"] == "export GATEWAY_LS_UNSET with the key of this endpoint"
 
 
 def test_doctor_under_offline_always_calls_no_remote_and_says_why(tmp_path: Path) -> None:

@@ -461,3 +461,45 @@ def test_a_next_edit_from_the_local_coder_preset_is_shown_and_applied(tmp_path: 
         ]
         edits = [d for d in status(editor)["decisions"] if d["kind"] == "edit"]
         assert edits[-1]["endpoint"] == "local"
+
+
+def checkhealth(editor: Any) -> str:
+    """The report of `:checkhealth gateway_ls`, as the health buffer shows it."""
+    editor.command("checkhealth gateway_ls")
+    return buffer_text(editor)
+
+
+def test_checkhealth_reports_the_server_the_configuration_and_the_endpoints(
+    tmp_path: Path,
+) -> None:
+    with FakeLLMServer(Behaviour(models=("fake-model",))) as endpoint:
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
+        with neovim(tmp_path, config) as editor:
+            report = checkhealth(editor)
+    assert "ERROR" not in report and "WARNING" not in report, report
+    assert re.search(r"OK gateway-ls \d+\.\d+\.\d+ at /", report), report
+    assert f"OK configuration: {config}" in report
+    assert re.search(r"OK fast \(openai, inline\): ok, \d+ ms", report), report
+    assert "OK answers initialize: gateway-ls" in report
+    assert "local model: disabled" in report
+
+
+def test_checkhealth_names_a_missing_executable(tmp_path: Path) -> None:
+    with FakeLLMServer(Behaviour()) as endpoint:
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
+        with neovim(tmp_path, config) as editor:
+            lua(editor, "vim.lsp.config('gateway_ls', { cmd = { 'gateway-ls-absent', 'serve' } })")
+            report = checkhealth(editor)
+    assert "ERROR `gateway-ls-absent` is not on PATH" in report
+    assert "answers initialize" not in report
+
+
+def test_checkhealth_gives_the_servers_own_word_on_an_invalid_configuration(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[routing]\noffline = "sometimes"\n')
+    with neovim(tmp_path, config) as editor:
+        report = checkhealth(editor)
+    assert f"ERROR the configuration is invalid: gateway-ls: {config}:2: routing.offline" in report
+    assert "answers initialize" not in report

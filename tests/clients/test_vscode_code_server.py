@@ -8,7 +8,8 @@ would: types, waits for the ghost text, reads the status bar, accepts with Tab a
 "gateway-ls: Show Routing Status" and "gateway-ls: Toggle Offline Mode". Screenshots go to
 `artifacts/`.
 
-`make test-vscode` installs the pieces (scripts/install-code-server.sh) and builds the `.vsix`;
+`make test-vscode` installs the pieces (scripts/install-code-server.sh) and builds the `.vsix`
+(`make vsix` alone builds it);
 without them these tests are skipped, naming what is missing (in CI they fail instead).
 """
 
@@ -39,7 +40,9 @@ from tests.support.real_tools import require_preset, tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION_DIR = REPO / "clients" / "vscode"
-VSIX = EXTENSION_DIR / "gateway-ls.vsix"
+# What `make vsix` leaves: the packaged extension at the version it declares.
+_VERSION = json.loads((EXTENSION_DIR / "package.json").read_text(encoding="utf-8"))["version"]
+VSIX = EXTENSION_DIR / f"gateway-ls-{_VERSION}.vsix"
 DRIVER = EXTENSION_DIR / "e2e" / "code-server" / "drive.mjs"
 NEXT_EDIT_DRIVER = EXTENSION_DIR / "e2e" / "code-server" / "next-edit.mjs"
 CODE_SERVER = Path(
@@ -72,7 +75,7 @@ def missing_pieces() -> list[str]:
     if not Path(CHROMIUM).is_file():
         missing.append(f"chromium ({CHROMIUM})")
     if not VSIX.is_file():
-        missing.append(f"the extension package {VSIX.name}")
+        missing.append(f"the extension package {VSIX.name} (make vsix)")
     if not (EXTENSION_DIR / "node_modules" / "puppeteer-core").is_dir():
         missing.append("puppeteer-core (npm ci in clients/vscode)")
     return missing

@@ -1,0 +1,1 @@
+"""The documentation's reference pages, generated from the code (`python -m docgen DIR`)."""
