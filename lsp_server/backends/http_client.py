@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,6 +23,8 @@ from lsp_server.backends.http_body import read_limited
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
 
+# The module anyio imports for its first event on asyncio (`anyio._core._eventloop`).
+ANYIO_ASYNCIO_BACKEND = "anyio._backends._asyncio"
 # Connections to one endpoint at once. An editor needs a handful; a team's gateway holds one per
 # streamed answer to an HTTP/1.1 upstream (llama.cpp, vLLM, a proxy), and 200 agents' turns
 # at once queued behind 16 connections (seconds of wait, then "no free connection"). Idle
@@ -111,7 +114,10 @@ class EndpointUrls:
 
 def prepare() -> None:
     """Do now, on any thread, what the first client would otherwise do on the event loop:
-    import the HTTP/2 layer and load the certificate store."""
+    import the HTTP/2 layer and anyio's asyncio backend (httpcore's pool makes an anyio event
+    for the first request it queues, and anyio imports its backend then: a fifth of a second),
+    and load the certificate store."""
+    importlib.import_module(ANYIO_ASYNCIO_BACKEND)
     _transport()
 
 

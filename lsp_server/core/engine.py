@@ -101,12 +101,21 @@ class Engine:
         sensitive work may come with the first keystroke)."""
         self.router.start_local_model()
 
+    def prepare_keystrokes(self) -> None:
+        """Do now, on any thread, what the first keystroke would otherwise do once on the
+        event loop (rules compiled, caches filled): a server does it before its first."""
+        self.suggestions.prepare()
+
     async def warm_up(self, wait_s: float) -> None:
-        """Before a server takes traffic: the endpoints' first connections open and the
-        shared limits' state answers once (its scripts loaded, its connections open), so the
-        first requests pay for none of it. Bounded by `wait_s`: what is unreachable then is
-        left for the requests to meet."""
-        await asyncio.gather(self.router.connected(wait_s), self.limits.ready(wait_s))
+        """Before a server takes traffic: the endpoints' first connections open, the shared
+        limits' state answers once (its scripts loaded, its connections open) and what a first
+        suggestion does once is done, so the first requests pay for none of it. Bounded by
+        `wait_s`: what is unreachable then is left for the requests to meet."""
+        await asyncio.gather(
+            self.router.connected(wait_s),
+            self.limits.ready(wait_s),
+            asyncio.to_thread(self.prepare_keystrokes),
+        )
 
     async def aclose(self) -> None:
         self.next_edits.close()

@@ -26,6 +26,7 @@ from lsp_server.config.model import Config
 from lsp_server.config.watcher import ConfigWatcher
 from lsp_server.lsp.client_log import ClientLog
 from lsp_server.lsp.documents import offset_at, open_document
+from lsp_server.lsp.first_messages import read_and_write_once
 from lsp_server.lsp.model_progress import ModelProgress
 from lsp_server.lsp.protocol import GatewayProtocol, json_params_converter
 from lsp_server.lsp.superseding import Superseding
@@ -79,6 +80,9 @@ class GatewayServer(LanguageServer):
         self._publisher: StatusPublisher | None = None
         self.client_log = ClientLog(self)
         self._prepared: asyncio.Future[None] | None = None
+        # What the core does once before the first keystroke, on a thread (`Engine`).
+        self._keystrokes_prepared: asyncio.Future[None] | None = None
+        self._messages_read: asyncio.Future[None] | None = None
 
     @property
     def gateway_protocol(self) -> GatewayProtocol:
@@ -93,14 +97,17 @@ class GatewayServer(LanguageServer):
         if self._prepared is None:
             self._prepared = asyncio.ensure_future(self._prepare())
 
-    @staticmethod
-    async def _prepare() -> None:
+    async def _prepare(self) -> None:
         """The HTTP stack's and the core's imports begin once the `initialize` answer is
         written (a task's first step runs on the loop's next turn): imports hold the
         interpreter lock, and begun any earlier, even on a thread, they delay the answer the
-        editor waits for by their whole length."""
+        editor waits for by their whole length. Then the converter learns a keystroke's
+        messages on a thread (`first_messages`), which a keystroke need not wait for."""
         http_stack = asyncio.wrap_future(preparing_remote_backends())
         await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+        self._messages_read = asyncio.ensure_future(
+            asyncio.to_thread(read_and_write_once, self.protocol)
+        )
         await http_stack
 
     async def start_services_when_prepared(self) -> None:
@@ -120,6 +127,9 @@ class GatewayServer(LanguageServer):
 
             progress = ModelProgress(self, asyncio.get_running_loop())
             self._engine = Engine.for_process(self.settings.effective, on_model_progress=progress)
+            self._keystrokes_prepared = asyncio.ensure_future(
+                asyncio.to_thread(self._engine.prepare_keystrokes)
+            )
             self.update_workspace_folders()
             for document in list(self.workspace.text_documents.values()):
                 self.note_document(document.uri, "opened")
@@ -135,6 +145,14 @@ class GatewayServer(LanguageServer):
         if self._engine is None and self._prepared is not None:
             await asyncio.shield(self._prepared)
             self.start_services()
+
+    async def keystrokes_ready(self) -> None:
+        """Wait until the core is built and has done what the first keystroke would do once
+        (where `initialize` began preparing it)."""
+        await self.engine_ready()
+        for preparing in (self._keystrokes_prepared, self._messages_read):
+            if preparing is not None:
+                await asyncio.shield(preparing)
 
     def superseding(self, uri: str, kind: str) -> Superseding:
         """Run the current request as the one of `kind` for `uri`: an older one still running

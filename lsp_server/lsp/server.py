@@ -175,8 +175,10 @@ def register_features(server: GatewayServer) -> None:
         return refactor_actions(params.text_document.uri, selection)
 
     @server.command(CMD_STATUS)
-    def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
-        """The routing status: endpoints, recent decisions with their reasons, work in flight."""
+    async def status(ls: GatewayServer, *args: Any) -> dict[str, Any]:
+        """The routing status: endpoints, recent decisions with their reasons, work in flight;
+        answered once the server is ready for a keystroke (the core built and prepared)."""
+        await ls.keystrokes_ready()
         engine = ls.engine
         return {
             **engine.router.status(),

@@ -61,6 +61,14 @@ class PrivacyGuard:
         # what they held (`gatewayLs.status`).
         self.withheld = 0
 
+    def prepare(self, uri: str, text: str) -> None:
+        """Compile the path patterns in force and run the rules over `text` once, on any
+        thread: the first keystroke would otherwise spend a fifth of a second of its budget
+        compiling. `uri` is judged without a memo, so nothing of it is kept."""
+        routing = self._routing()
+        classify(self._policy_for(routing), uri, text, redact_secrets=True)
+        _private_key_anywhere(text)
+
     def window_reason(
         self, uri: str, text: str, start: int, cursor: int, end: int
     ) -> Reason | None:

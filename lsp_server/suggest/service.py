@@ -26,6 +26,11 @@ from lsp_server.suggest.postprocess import clean_suggestion
 from lsp_server.suggest.prompt import build_completion_request
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
 
+# A document suggested in once at start (`prepare`), as the first keystroke would be.
+_SAMPLE_URI = "file:///first-keystroke.py"
+_SAMPLE_TEXT = "import os\n\n\ndef first(a, b):\n    \n"
+_SAMPLE_ANSWER = "return os.path.join(a, b)\n"
+
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
@@ -115,6 +120,19 @@ class SuggestionService:
         sent = "\n".join((sent, *request.stop))
         stay_local = Reason.SENSITIVE if sensitive else self.privacy.text_reason(uri, sent)
         return await self._route(request, uri, stay_local, pinned, on_text, on_attempt)
+
+    def prepare(self) -> None:
+        """Do once, on any thread, what the first suggestion would do once on the event loop:
+        a request built, judged (the privacy patterns compiled) and its answer cleaned."""
+        request = build_completion_request(
+            _SAMPLE_TEXT,
+            len(_SAMPLE_TEXT) - 1,
+            language="python",
+            path=_SAMPLE_URI,
+            max_tokens=self._max_tokens(),
+        )
+        self.privacy.prepare(_SAMPLE_URI, _SAMPLE_TEXT)
+        clean_suggestion(cut_at_stops(_SAMPLE_ANSWER, request.stop), request)
 
     def prefill(self, *, uri: str, text: str, offset: int, language: str) -> bool:
         """Prepare the local model for a request at `offset` (the document was just opened or
