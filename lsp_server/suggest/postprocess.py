@@ -21,6 +21,8 @@ Rules, in the order they apply:
    that the suffix begins with when it is closing punctuation or runs to the end of a suffix line;
    neither may leave a bracket of the suggestion unclosed.
 8. Trailing whitespace goes; a suggestion with nothing but whitespace left is "".
+
+Before them, an answer the deadline cut keeps its complete lines only (`complete_lines`).
 """
 
 from __future__ import annotations
@@ -129,6 +131,12 @@ def clean_suggestion(raw: str, request: CompletionRequest, *, max_lines: int = M
         return ""
     crlf = "\r\n" in request.prefix or "\r\n" in request.suffix
     return text.replace("\n", "\r\n") if crlf else text
+
+
+def complete_lines(text: str) -> str:
+    """An answer the deadline cut, back to its last line break: a line the model had only begun
+    (half a word, half a call) is no suggestion, and none is better than a wrong fragment."""
+    return text[: text.rfind("\n") + 1]
 
 
 def cut_at_special_tokens(text: str) -> str:

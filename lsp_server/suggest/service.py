@@ -22,7 +22,7 @@ from lsp_server.routing.race_route import Routed
 from lsp_server.routing.router import Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.client_request import client_completion
-from lsp_server.suggest.postprocess import clean_suggestion
+from lsp_server.suggest.postprocess import clean_suggestion, complete_lines
 from lsp_server.suggest.prompt import build_completion_request
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
 
@@ -185,6 +185,8 @@ class SuggestionService:
             on_attempt=on_attempt,
         )
         raw = cut_at_stops(routed.text, request.stop)
+        if routed.timed_out and cleaner is None:
+            raw = complete_lines(raw)
         text = clean_suggestion(raw, request)
         unavailable = None
         if routed.endpoint is None and not routed.timed_out:

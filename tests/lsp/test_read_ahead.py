@@ -77,6 +77,8 @@ async def test_the_first_keystroke_reads_only_what_the_reported_cursor_left(
         answer = await inline_completion(client, uri, CURSOR.line, CURSOR.character)
         assert answer is not None and answer.items  # both get a suggestion in the end
         local = await local_status(client)
+        # The document's first keystroke ended by itself, well within its budget.
+        assert local["first_keystrokes"] == {"gemma-3-270m": {"documents": 1, "cut_share": 0.0}}
         if reported:
             assert local["reused_tokens"] >= local["prompt_tokens"] - 2, local
         else:

@@ -84,6 +84,7 @@ class LocalBackend(NextEditRunner, CompletionRunner):
             "prefills": self.prefills,
             "read_ahead_tokens": self.tokens_read_ahead,
             "reading_ahead": bool(self._prefills),
+            "first_keystrokes": self.first_keystrokes.status(),
         }
         if self._auto is not None:
             details["auto"] = self._auto.status()

@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# A request stopped after this share of `local.deadline_ms` was stopped by the deadline.
+DEADLINE_REACHED = 0.95
+
+
 class CompletionRunner(ModelWorker):
     """`complete` and `prefill`: a keystroke's suggestion, its prompt read ahead."""
 
@@ -60,14 +64,28 @@ class CompletionRunner(ModelWorker):
             job.stop.set()
         started = time.monotonic()
         first_text_s: float | None = None
+        ended = False
         try:
             async for text in self._stream(lambda job: self._run_completion(job, request), usage):
                 if isinstance(text, str):
                     if first_text_s is None and text:
                         first_text_s = time.monotonic() - started
                     yield text
+            ended = True
         finally:
-            self._keep_count(time.monotonic() - started, first_text_s)
+            elapsed_s = time.monotonic() - started
+            self._keep_count(elapsed_s, first_text_s)
+            self._note_first_keystroke(request, ended=ended, elapsed_s=elapsed_s)
+
+    def _note_first_keystroke(
+        self, request: CompletionRequest, *, ended: bool, elapsed_s: float
+    ) -> None:
+        """Count an editor's keystroke that ended by itself or ran its whole budget."""
+        if not request.path or request.client_max_tokens or self._preset is None:
+            return
+        cut = not ended and elapsed_s >= self._config.deadline_ms / 1000 * DEADLINE_REACHED
+        if ended or cut:
+            self.first_keystrokes.record(self._preset.name, request.path, cut=cut)
 
     def _keep_count(self, elapsed_s: float, first_text_s: float | None) -> None:
         """Tell the chooser of `auto` how the deadline was kept (an answer, or a request that
@@ -77,7 +95,7 @@ class CompletionRunner(ModelWorker):
             return
         if first_text_s is not None:
             self._auto.answered(first_text_s)
-        elif elapsed_s >= self._config.deadline_ms / 1000 * 0.95:
+        elif elapsed_s >= self._config.deadline_ms / 1000 * DEADLINE_REACHED:
             self._auto.missed()
         live = self._pace.speed()
         if live is not None:

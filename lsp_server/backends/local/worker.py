@@ -38,6 +38,7 @@ from lsp_server.backends.bundled_model import (
 from lsp_server.backends.local import copy_decoding, edit_cache
 from lsp_server.backends.local.auto_model import AutoModel
 from lsp_server.backends.local.edit_threads import CoreVerdict
+from lsp_server.backends.local.first_keystrokes import FirstKeystrokes
 from lsp_server.backends.local.job import END, Job
 from lsp_server.backends.local.loading import load_failure_message, open_model
 from lsp_server.backends.local.pace import Pace
@@ -90,6 +91,7 @@ class ModelWorker(LocalModel):
         self.last_prompt_tokens = 0
         self.last_reused_tokens = 0
         self.copying = copy_decoding.CopyStats()  # every next edit's decodes, all told
+        self.first_keystrokes = FirstKeystrokes()  # how often the deadline cut them
         self._last_activity = time.monotonic()
         self._idle_stops: set[threading.Event] = set()  # background work a request stops
         self._preset: ModelPreset | None = None
