@@ -27,6 +27,7 @@ from tests.support.lsp_session import endpoint_toml
 from tests.support.ports import free_port
 
 REQUESTS = 20
+ROUNDS = 5
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +106,11 @@ class LoopCounts:
 
 
 async def per_request(upstream: FakeLLMServer, body: dict[str, Any]) -> tuple[float, float]:
+    """The tasks a request makes (the most of any round) and its timers (the fewest of any
+    round): a read or a write that has to wait makes a timer, and a loaded machine makes more
+    of them wait, so the quietest round is the one that shows what the code itself asks for."""
+    rounds: list[tuple[float, float]] = []
     async with serving(upstream) as (base_url, server_task):
-        counts = LoopCounts(asyncio.get_running_loop(), server_task)
         with httpx.Client(base_url=base_url, timeout=10) as client:
 
             def ask() -> None:
@@ -115,15 +119,21 @@ async def per_request(upstream: FakeLLMServer, body: dict[str, Any]) -> tuple[fl
                     answer.read()
 
             await asyncio.to_thread(ask)  # connections open, first-time work done
-            with counts.installed():
-                counts.counting = True
-                for _ in range(REQUESTS):
-                    await asyncio.to_thread(ask)
-                counts.counting = False
-    return counts.tasks / REQUESTS, counts.timers / REQUESTS
+            for _ in range(ROUNDS):
+                counts = LoopCounts(asyncio.get_running_loop(), server_task)
+                with counts.installed():
+                    counts.counting = True
+                    for _ in range(REQUESTS):
+                        await asyncio.to_thread(ask)
+                    counts.counting = False
+                rounds.append((counts.tasks / REQUESTS, counts.timers / REQUESTS))
+    return max(tasks for tasks, _ in rounds), min(timers for _, timers in rounds)
 
 
 CHAT = {"model": "up", "messages": [{"role": "user", "content": "Say hi."}]}
+# The timers' bound: a quiet machine counts about 6 a request, a loaded one up to 7.5 in its
+# quietest round; before one task watched the client they were 9 (whole) and 8.6 (streamed).
+MAX_TIMERS = 8
 
 
 async def test_a_chat_answer_makes_two_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
@@ -131,11 +141,11 @@ async def test_a_chat_answer_makes_two_tasks_and_few_timers(upstream: FakeLLMSer
     # Timers: the body's deadline, the route's, the upstream stream's and reads that wait,
     # and uvicorn's keep-alive; none for a head or a write that came or went whole.
     tasks, timers = await per_request(upstream, CHAT)
-    assert tasks == 2 and timers <= 7, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+    assert tasks == 2 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
 
 
 async def test_a_streamed_chat_makes_three_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
     # The server's task, the routed call's (it feeds the stream the server's task writes), and
     # one watch of the client from the wait for the first piece to the stream's end.
     tasks, timers = await per_request(upstream, {**CHAT, "stream": True})
-    assert tasks == 3 and timers <= 7, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+    assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
