@@ -27,6 +27,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from bench.harness.processes import stop as stop_process
 from lsp_server.backends.bundled_model import ensure_preset_model
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from tests.support.config_text import LOCAL_OFF
@@ -37,7 +38,6 @@ from tests.support.lsp_session import inline_completion, lsp_session, open_docum
 from tests.support.mercury_session import SOURCE as SCALE_SOURCE
 from tests.support.mercury_session import next_edit, rename_in_signature
 from tests.support.ports import free_port
-from tests.support.processes import stop_process
 from tests.support.real_tools import require_llama_server, require_preset
 
 pytestmark = pytest.mark.model
