@@ -9,7 +9,10 @@ stack's cost is told apart from gateway-ls's own. Each server runs as its own pr
 real use. When a `litellm` command is on PATH (or named by
 $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for comparison.
 
-Run from the repository root: `python -m bench.bench_gateway [--requests 500]`.
+With `--stream-chat` the request is a streamed chat completion without tools instead, the
+answer an OpenAI-compatible endpoint's that the gateway relays as it came.
+
+Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--stream-chat]`.
 """
 
 from __future__ import annotations
@@ -35,12 +38,19 @@ from bench.harness.processes import free_port, process
 
 TARGET_ADDED_P50_MS = 1.0
 WARMUP_REQUESTS = 50
+AUTO = "gateway-ls"  # the model a client names to let the gateway route
 LITELLM_KEY = f"sk-bench-{secrets.token_hex(16)}"  # the proxy refuses to start without one
 BODY = {
     "model": "fake-model",
     "prompt": "def add(a, b):\n    ",
     "suffix": "\n\nprint(add(1, 2))\n",
     "max_tokens": 16,
+}
+CHAT_BODY = {
+    "model": "fake-model",
+    "messages": [{"role": "user", "content": "Write add(a, b) in Python."}],
+    "max_tokens": 16,
+    "stream": True,
 }
 
 
@@ -54,17 +64,25 @@ class Target:
 
     def call(self) -> None:
         started = time.perf_counter()
-        response = self.client.post(self.url, json={**BODY, "model": self.model})
+        if self.url.endswith("/chat/completions"):
+            with self.client.stream(
+                "POST", self.url, json={**CHAT_BODY, "model": self.model}
+            ) as response:
+                body = response.read()
+            answered = body.rstrip().endswith(b"data: [DONE]") and b'"content"' in body
+        else:
+            response = self.client.post(self.url, json={**BODY, "model": self.model})
+            answered = response.status_code == 200 and bool(response.json()["choices"][0]["text"])
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             raise RuntimeError(f"{self.name}: {response.status_code} {response.text}")
-        if not response.json()["choices"][0]["text"]:
-            raise RuntimeError(f"{self.name}: empty completion")
+        if not answered:
+            raise RuntimeError(f"{self.name}: empty answer")
         self.samples_ms.append(elapsed)
 
 
-def local_url(port: int) -> str:
-    return f"http://127.0.0.1:{port}/v1/completions"
+def local_url(port: int, route: str = "completions") -> str:
+    return f"http://127.0.0.1:{port}/v1/{route}"
 
 
 def gateway(
@@ -134,7 +152,11 @@ def print_table(targets: list[Target], baseline: Target) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=500, help="measured requests per path")
+    parser.add_argument(
+        "--stream-chat", action="store_true", help="a streamed chat completion, not a completion"
+    )
     args = parser.parse_args(argv)
+    route = "chat/completions" if args.stream_chat else "completions"
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
     floor_port = free_port()
     endpoint_url = f"http://127.0.0.1:{endpoint_port}/v1"
@@ -149,11 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log"))
         paths = [
-            ("endpoint, direct", f"{endpoint_url}/completions", "fake-model", "unused"),
-            ("gateway-ls gateway -> endpoint", local_url(gateway_port), "gateway-ls", "unused"),
-            ("floor proxy -> endpoint", local_url(floor_port), "fake-model", "unused"),
+            ("endpoint, direct", f"{endpoint_url}/{route}", "fake-model", "unused"),
+            ("gateway-ls gateway -> endpoint", local_url(gateway_port, route), AUTO, "unused"),
+            ("floor proxy -> endpoint", local_url(floor_port, route), "fake-model", "unused"),
         ]
-        if command is not None:
+        if command is not None and not args.stream_chat:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
             paths.append(
                 ("LiteLLM proxy -> endpoint", local_url(litellm_port), "fake", LITELLM_KEY)
@@ -167,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         gateway_cpu_ms = (sum(gateway_process.cpu_times()[:2]) - cpu_before) * 1000
         gateway_cpu_ms /= args.requests + WARMUP_REQUESTS
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
-    print(f"non-streaming /v1/completions, {args.requests} requests per path, keep-alive\n")
+    asked = "streamed /v1/chat/completions" if args.stream_chat else "non-streaming /v1/completions"
+    print(f"{asked}, {args.requests} requests per path, keep-alive\n")
     print_table(targets, targets[0])
     added = percentile(targets[1].samples_ms, 0.5) - percentile(targets[0].samples_ms, 0.5)
     verdict = "met" if added <= TARGET_ADDED_P50_MS else "missed"

@@ -88,6 +88,8 @@ WIRE_TYPES: dict[str, frozenset[str]] = {
             "ChatMessage",
             "ChatRequest",
             "CompletionRequest",
+            "Relayed",
+            "RelayedUsage",
             "TokenLimitField",
             "ToolCall",
             "ToolCallDelta",

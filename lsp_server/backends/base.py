@@ -177,8 +177,20 @@ class ToolCallDelta:
     arguments: str = ""
 
 
-# What a chat streams: text, or a piece of a tool call.
-ChatEvent = str | ToolCallDelta
+class Relayed(bytes):
+    """Part of an OpenAI-compatible upstream's chat stream as it came: whole server-sent
+    events (never `[DONE]`), already in the shape an OpenAI client reads. Made only where the
+    caller asked for the upstream's own bytes (`Backend.relay_events`), for a front door that
+    passes them on unread; the core carries them without reading them."""
+
+
+class RelayedUsage(Relayed):
+    """The upstream's usage event (no choices, only the counts), which a client gets only when
+    it asked for usage."""
+
+
+# What a chat streams: text, a piece of a tool call, or the upstream's own events relayed.
+ChatEvent = str | ToolCallDelta | Relayed
 
 
 class BackendError(Exception):
@@ -290,6 +302,14 @@ class Backend(ABC):
         async with contextlib.aclosing(self.chat(request, usage, permit=permit)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
+
+    def relay_events(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[ChatEvent]:
+        """Stream the answer as `chat_events` does, or, where this endpoint's stream is already
+        what an OpenAI client reads, as the upstream's own events (`Relayed`). This default
+        serves a backend whose answer has to be rewritten: its `chat_events`."""
+        return self.chat_events(request, usage, permit=permit)
 
     def edit(
         self, call: EditCall, usage: Usage | None = None, *, permit: Permit

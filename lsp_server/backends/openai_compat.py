@@ -5,9 +5,11 @@ FIM endpoints get the kind's FIM path (`/completions`, Mercury's and Codestral's
 + `suffix` (context beyond the file as path-comment blocks before the prefix); the others get
 the chat path with a fill-in-the-middle instruction (context as a section of the user message).
 Both stream over
-SSE; a server that ignores `stream` and answers with one JSON body is handled too. A FIM answer
-may come in the text-completion shape (`choices[].text`) or, as Codestral's does, in the
-chat-completion shape (`message` / `delta`): both are read.
+SSE; a server that ignores `stream` and answers with one JSON body is handled too. A chat whose
+caller passes the stream on (`relay_events`) gets the upstream's own events, read only for the
+usage, the first token and the end (`sse_relay`), from the kinds whose streams report usage.
+A FIM answer may come in the text-completion shape (`choices[].text`) or, as Codestral's
+does, in the chat-completion shape (`message` / `delta`): both are read.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from lsp_server.backends.base import (
     Usage,
     context_within,
     estimate_tokens,
-    token_count,
 )
 from lsp_server.backends.chat_body import MAX_STOP_SEQUENCES, chat_body
 from lsp_server.backends.context_prompt import path_comment_blocks
@@ -45,6 +46,9 @@ from lsp_server.backends.http_client import (
     setup_timing,
 )
 from lsp_server.backends.http_failures import transport_error
+from lsp_server.backends.openai_chunks import as_list, count_usage, first_choice, tool_call_pieces
+from lsp_server.backends.openai_relay import ChatRelayReader
+from lsp_server.backends.sse_relay import relay_sse
 from lsp_server.backends.sse_stream import is_event_stream, iter_sse_json
 from lsp_server.backends.tool_calls import ToolCallStream
 from lsp_server.config.model import EndpointConfig
@@ -53,8 +57,8 @@ from lsp_server.failures import FailureKind
 from lsp_server.permit import Permit
 
 # Kinds whose streams report usage in a last chunk when asked (`stream_options`); other
-# servers may refuse the field, and are counted by estimate.
-STREAM_USAGE_KINDS = frozenset({"openai", "deepseek"})
+# servers may refuse the field, and are counted by estimate. Their chat streams are relayed.
+STREAM_USAGE_KINDS = frozenset({"openai", "deepseek", "llamacpp"})
 
 
 class OpenAICompatibleBackend(Backend):
@@ -144,6 +148,34 @@ class OpenAICompatibleBackend(Backend):
         for delta in calls.finish():
             yield delta
 
+    def relay_events(
+        self, request: ChatRequest, usage: Usage | None = None, *, permit: Permit
+    ) -> AsyncIterator[ChatEvent]:
+        """The upstream's own events (`Relayed`) where its kind reports usage in its stream,
+        which metering needs; else the parsed pieces of `chat_events`."""
+        if self.config.kind not in STREAM_USAGE_KINDS:
+            return self.chat_events(request, usage, permit=permit)
+        return self._relay(request, usage if usage is not None else Usage(), permit)
+
+    async def _relay(
+        self, request: ChatRequest, usage: Usage, permit: Permit
+    ) -> AsyncIterator[ChatEvent]:
+        permit.check_remote(self.name)
+        path = relative(chat_path(self.config))
+        async with self._response(path, chat_body(self.config, request), usage) as response:
+            if is_event_stream(response):
+                relayed = relay_sse(self.name, response, usage, ChatRelayReader(self.name))
+                async with contextlib.aclosing(relayed):  # type: ignore[type-var]
+                    async for piece in relayed:
+                        yield piece
+                return
+            calls = ToolCallStream(self.name)
+            payload = await self._one_body(response)
+            for event in _chat_events_of(payload, False, usage, calls):
+                yield event
+            for delta in calls.finish():
+                yield delta
+
     async def _stream(
         self, path: str, body: dict[str, Any], usage: Usage | None
     ) -> AsyncIterator[str]:
@@ -162,6 +194,19 @@ class OpenAICompatibleBackend(Backend):
     ) -> AsyncIterator[tuple[dict[str, Any], bool]]:
         """The stream's chunks, or the one body of a server that ignored `stream`; each with
         whether it is a stream chunk."""
+        async with self._response(path, body, usage) as response:
+            if is_event_stream(response):
+                async for payload in iter_sse_json(self.name, response):
+                    yield payload, True
+                return
+            yield await self._one_body(response), False
+
+    @contextlib.asynccontextmanager
+    async def _response(
+        self, path: str, body: dict[str, Any], usage: Usage
+    ) -> AsyncIterator[httpx.Response]:
+        """The streamed response to `body` at `path` once its status is a success; the usage
+        asked for where the kind reports it; transport errors as this endpoint's failures."""
         if self.config.kind in STREAM_USAGE_KINDS:
             body = {**body, "stream_options": {"include_usage": True}}
         headers = self.headers()
@@ -173,16 +218,16 @@ class OpenAICompatibleBackend(Backend):
                 extensions=setup_timing(usage),
             ) as response:
                 await raise_for_status(self.name, response)
-                if is_event_stream(response):
-                    async for payload in iter_sse_json(self.name, response):
-                        yield payload, True
-                    return
-                payload = await read_json(self.name, response)
-                if not isinstance(payload.get("choices"), list) or not payload["choices"]:
-                    raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
-                yield payload, False
+                yield response
         except httpx.HTTPError as exc:
             raise transport_error(self.name, exc) from None
+
+    async def _one_body(self, response: httpx.Response) -> dict[str, Any]:
+        """The one JSON body of a server that ignored `stream`."""
+        payload = await read_json(self.name, response)
+        if not isinstance(payload.get("choices"), list) or not payload["choices"]:
+            raise BackendError(self.name, FailureKind.PROTOCOL, "response has no choices")
+        return payload
 
     async def connect(self, *, permit: Permit) -> None:
         permit.check_remote(self.name)
@@ -210,7 +255,7 @@ def _chat_events_of(
     """The text and tool-call pieces of one stream chunk (or whole body); notes usage and
     the finish reason."""
     count_usage(payload, usage)
-    choice = _first_choice(payload)
+    choice = first_choice(payload)
     if choice is None:
         return []
     reason = choice.get("finish_reason")
@@ -225,59 +270,12 @@ def _chat_events_of(
         if not usage.reported:
             usage.completion_tokens += 1 if streamed else estimate_tokens(len(text))
         events.append(text)
-    for position, raw in enumerate(_list(holder.get("tool_calls"))):
-        pieces = _tool_call_pieces(calls, raw, position, streamed)
+    for position, raw in enumerate(as_list(holder.get("tool_calls"))):
+        pieces = tool_call_pieces(calls, raw, position, streamed)
         if pieces and not usage.reported:
             usage.completion_tokens += 1 if streamed else estimate_tokens(len(json.dumps(raw)))
         events.extend(pieces)
     return events
-
-
-def _first_choice(payload: dict[str, Any]) -> dict[str, Any] | None:
-    choices = payload.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return choices[0]
-    return None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _tool_call_pieces(
-    calls: ToolCallStream, raw: Any, position: int, streamed: bool
-) -> list[ChatEvent]:
-    """One upstream tool-call object (a stream piece or a whole call) as regular pieces."""
-    if not isinstance(raw, dict):
-        return []
-    function = raw.get("function")
-    if not isinstance(function, dict):
-        function = {}
-    index = raw.get("index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        index = None if streamed else position
-    return list(
-        calls.feed(
-            index,
-            id=_str(raw.get("id")),
-            name=_str(function.get("name")),
-            arguments=_arguments(function.get("arguments")),
-        )
-    )
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _arguments(value: Any) -> str | None:
-    """Arguments as JSON text; an upstream that sends an object instead (Ollama) is
-    written out."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"))
-    return None
 
 
 def read_choice(payload: dict[str, Any], usage: Usage) -> str:
@@ -300,19 +298,3 @@ def read_choice(payload: dict[str, Any], usage: Usage) -> str:
             if isinstance(content, str):
                 return content
     return ""
-
-
-def count_usage(payload: dict[str, Any], usage: Usage) -> None:
-    """Take the upstream's counts when it reports any; zeros (some proxies send them on every
-    chunk) leave the estimate standing, and so does a field that is not a sane count: usage is
-    advisory, never fatal."""
-    reported = payload.get("usage")
-    if not isinstance(reported, dict):
-        return
-    prompt = token_count(reported.get("prompt_tokens"))
-    completion = token_count(reported.get("completion_tokens"))
-    if completion:
-        usage.completion_tokens = completion
-        usage.reported = True
-    if prompt:
-        usage.prompt_tokens = prompt

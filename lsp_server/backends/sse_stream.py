@@ -82,7 +82,7 @@ async def sse_events(endpoint: str, response: httpx.Response) -> AsyncIterator[S
             "not an SSE stream: Expected response header Content-Type to contain "
             f"'text/event-stream', got {_media_type(response)!r}",
         )
-    bounds = _EventBounds(endpoint)
+    bounds = EventBounds(endpoint)
     text = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
     lines, events = SSELineDecoder(), SSEDecoder()
     chunks = body_chunks(endpoint, response)
@@ -113,7 +113,7 @@ def _events_completed(
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
-class _EventBounds:
+class EventBounds:
     """Counts an SSE body chunk by chunk and refuses it as soon as one event, or the whole
     stream, grows past its bound: a line without end is never buffered whole."""
 

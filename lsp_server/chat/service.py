@@ -53,6 +53,7 @@ class ChatService:
         extra: Sequence[str] = (),
         on_event: Callable[[ChatEvent], None] | None = None,
         on_attempt: Callable[[str], None] | None = None,
+        relay: bool = False,
     ) -> Answered:
         """The answer, text and tool calls, from the endpoints `model` names (`auto`, `fast`,
         `reasoning`, `local`, or an endpoint's name).
@@ -63,12 +64,15 @@ class ChatService:
         earlier turns are not judged again); what else it sent upstream beyond the
         conversation (`extra`), judged with it. `on_attempt` hears each
         endpoint's name as it is asked, `on_event` each text or tool-call piece as it comes;
-        once a piece was passed on, a failure is not restarted on the next endpoint.
+        once a piece was passed on, a failure is not restarted on the next endpoint. `relay`:
+        the caller passes the stream on to an OpenAI client as it comes, so an endpoint whose
+        stream is already in that form may give its own events (`Relayed`) instead of pieces;
+        the answer then holds no text.
         """
         stay_local = self.stay_local(
             request, uri=uri, sensitive=sensitive, client=client, extra=extra
         )
-        plan = self.router.chats.plan(model, request, local_only=stay_local)
+        plan = self.router.chats.plan(model, request, local_only=stay_local, relay=relay)
         return await self.router.sequential.run(
             plan, request, uri=uri, on_event=on_event, on_attempt=on_attempt
         )

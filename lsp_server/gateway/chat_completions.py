@@ -7,6 +7,23 @@ each tool-call piece as a `tool_calls` delta (the first piece of a call carries 
 and name, every piece its index), then the finish reason, then usage when
 `stream_options.include_usage` asked for it.
 
+Streamed, the answer of an endpoint whose stream is already what an OpenAI client reads (the
+`openai`, `deepseek` and `llamacpp` kinds) is relayed: the upstream's own events go to the
+client as they came, none parsed and written again but those that must be read
+(`backends/sse_relay.py`: the usage, the first token, the end, and tool calls, which pass as
+they came where they keep the spec and are made regular where they do not,
+`backends/openai_relay.py`). What the client reads in them is the upstream's but for `model`,
+which names the endpoint that answered, as in every other answer of the gateway, streamed or
+not: a client that asked for `auto` or a task class learns who answered, in the field where
+OpenAI's own API names the model that answered (`gpt-4o-2024-08-06` for `gpt-4o`), and it is the
+same name as the `X-Gateway-LS-Endpoint` header's and `/metrics`'s. The field is replaced in the
+bytes, as the upstream's first event writes it, not parsed. `id` and `created` stay the
+upstream's: they are one answer's, whoever writes them. The usage event goes on only when the
+client asked for usage; one the upstream did not send is written by the gateway at the end, from
+its estimates. Every other answer (the Anthropic kind's, the local model's, a kind that reports
+no usage in its stream) is rewritten as before, its `model` the endpoint's name. `/metrics`
+counts streamed answers by path (`gateway_ls_streamed_answers`, `relay` or `rewrite`).
+
 The parts another front door reuses (the Responses API bridges onto this path): the core's
 `ChatService.chat` (`engine.chats`) answers a `ChatRequest`; `start_chat_feed` runs it and streams
 its events; `usage_of` and
@@ -15,6 +32,8 @@ its events; `usage_of` and
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +42,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from lsp_server import json_codec
-from lsp_server.backends.base import ChatEvent, ChatRequest, ToolCallDelta, estimate_tokens
+from lsp_server.backends.base import (
+    ChatEvent,
+    ChatRequest,
+    Relayed,
+    RelayedUsage,
+    ToolCallDelta,
+    estimate_tokens,
+)
 from lsp_server.config.model_names import TASK_CLASSES
 from lsp_server.core.engine import Engine
 from lsp_server.failures import RouteFailed
@@ -216,8 +242,12 @@ class ChatCompletions:
                 client=origin.client,
                 on_event=on_event,
                 on_attempt=on_attempt,
+                relay=True,
             ),
         )
+        if isinstance(feed.first, Relayed):
+            relayed = _relayed(feed, body, chat, meter)
+            return feed.response(relayed, {ENDPOINT_HEADER: feed.serving}, path="relay")
         ids = ResponseIds.new("chatcmpl")
 
         async def events() -> AsyncIterator[bytes]:
@@ -246,6 +276,74 @@ class ChatCompletions:
                 feed.stop()
 
         return feed.response(events(), {ENDPOINT_HEADER: feed.serving})
+
+
+async def _relayed(
+    feed: EventFeed[ChatEvent, Answered], body: ChatBody, chat: ChatRequest, meter: Meter
+) -> AsyncIterator[bytes]:
+    """The upstream's events as they came, but its usage event when the client did not ask for
+    usage; then `[DONE]`, after a usage event of the gateway's own when the client asked for
+    one the upstream did not send."""
+    try:
+        out: list[bytes] = []
+        usage_sent = False
+        named = _model_naming(feed.first, feed.serving)
+        async for pieces in feed.batches():
+            for piece in pieces:
+                if isinstance(piece, RelayedUsage):
+                    usage_sent = body.include_usage
+                    if not usage_sent:
+                        continue
+                if isinstance(piece, Relayed):
+                    out.append(piece)
+            if not feed.ended:  # else the ending goes in the same write
+                yield b"".join(out).replace(*named)
+                out = []
+        try:
+            routed = feed.work.result()
+        except RouteFailed as failed:
+            out.append(sse_event(openai_error(failed).body()))
+            yield LastEvents(b"".join(out).replace(*named) + SSE_DONE)
+            return
+        charge(meter, routed, chat)
+        if body.include_usage and not usage_sent:
+            usage, _ = usage_of(routed, chat)
+            ids = _relayed_ids(feed.first)
+            out.append(sse_event(usage_chunk(ids, feed.serving, "chat.completion.chunk", usage)))
+        yield LastEvents(b"".join(out).replace(*named) + SSE_DONE)
+    finally:
+        feed.stop()
+
+
+# The `model` field of an OpenAI chunk, as written (JSON puts no unescaped quote in a string).
+_MODEL_FIELD = re.compile(rb'"model"\s*:\s*"(?:[^"\\]|\\.)*"')
+
+
+def _model_naming(first: ChatEvent | None, endpoint: str) -> tuple[bytes, bytes]:
+    """The upstream's `model` field as its first event writes it, and the field naming the
+    endpoint instead: what to replace in the relayed bytes (nothing, where it has none)."""
+    found = _MODEL_FIELD.search(first) if isinstance(first, Relayed) else None
+    if found is None:
+        return b"", b""
+    return found.group(), b'"model":' + json_codec.dumps(endpoint)
+
+
+def _relayed_ids(first: ChatEvent | None) -> ResponseIds:
+    """The id and creation time of a relayed stream, read from its first event (the
+    gateway's own, where it does not say)."""
+    head: Any = None
+    if isinstance(first, Relayed):
+        data = first.partition(b"\n")[0].removeprefix(b"data:").strip()
+        with contextlib.suppress(ValueError, RecursionError):
+            head = json_codec.loads(data)
+    ids = ResponseIds.new("chatcmpl")
+    if not isinstance(head, dict):
+        return ids
+    id_, created = head.get("id"), head.get("created")
+    return ResponseIds(
+        id_ if isinstance(id_, str) else ids.id,
+        created if isinstance(created, int) else ids.created,
+    )
 
 
 def _delta(piece: ChatEvent) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from lsp_server.gateway.metering import meter_of
+from lsp_server.gateway.metering import Meter, meter_of
 from lsp_server.gateway.plumbing import ClientWatch
 from lsp_server.gateway.sse import event_stream
 
@@ -32,6 +32,7 @@ class EventFeed(Generic[E, T]):
         queue: asyncio.Queue[E | None],
         serving: str,
         watch: ClientWatch,
+        meter: Meter | None,
     ):
         self.work = work
         self.first: E | None = None
@@ -39,6 +40,7 @@ class EventFeed(Generic[E, T]):
         self._queue = queue
         # Watches the client from the wait for the first piece to the stream's end.
         self._watch = watch
+        self._meter = meter
 
     @classmethod
     async def start(
@@ -79,7 +81,7 @@ class EventFeed(Generic[E, T]):
 
         work.add_done_callback(finished)
         watch = ClientWatch(request.receive)
-        feed = cls(work, queue, serving, watch)
+        feed = cls(work, queue, serving, watch, meter)
         try:
             await watch.guarding(came)
         except BaseException:
@@ -121,7 +123,14 @@ class EventFeed(Generic[E, T]):
             piece = await queue.get()
             batch = [piece] if piece is not None else []
 
-    def response(self, events: AsyncIterator[bytes], headers: dict[str, str]) -> StreamingResponse:
+    def response(
+        self, events: AsyncIterator[bytes], headers: dict[str, str], *, path: str = "rewrite"
+    ) -> StreamingResponse:
+        """The stream to the client; `path` names how its events are made (`relay`: the
+        upstream's own, passed on; `rewrite`: written by the gateway), for `/metrics`."""
+        if self._meter is not None:
+            self._meter.stream_path = path
+
         async def stop_upstream() -> None:
             self.stop()  # the client left, possibly before the stream started
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lsp_server.backends.base import estimate_tokens
+from lsp_server.backends.base import Relayed, estimate_tokens
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.openai_wire import GatewayError
 from lsp_server.gateway.overhead import CLOCK_KEY, OVERHEAD_HEADER, GatewayClock, header_value
@@ -51,6 +51,7 @@ class Meter:
         self.operation = operation  # "text_completion" | "chat", as OpenTelemetry names them
         self.started = time.monotonic()
         self.first_piece_s: float | None = None
+        self.stream_path: str | None = None  # a streamed answer's: "relay" | "rewrite"
         self.endpoint = ""
         self.status = 0
         self.clock = clock
@@ -58,6 +59,7 @@ class Meter:
         self.spent: Spent | None = None
         self.cost_micros = 0
         self._streamed_chars = 0
+        self._relayed_events = 0  # an upstream's own events passed on: a token each, estimated
         self._ended = self.started
         self._answer: Spent | None = None
         self._observe = observe
@@ -73,6 +75,9 @@ class Meter:
     def streamed(self, piece: object) -> None:
         if self.first_piece_s is None:
             self.first_piece_s = time.monotonic() - self.started
+        if isinstance(piece, Relayed):
+            self._relayed_events += piece.count(b"data:")
+            return
         text = piece if isinstance(piece, str) else getattr(piece, "arguments", "") or ""
         self._streamed_chars += len(text) + len(getattr(piece, "name", "") or "")
 
@@ -115,14 +120,10 @@ class Meter:
         return self._ended - self.started
 
     def _estimate(self) -> Spent:
-        if not self._streamed_chars and not self.endpoint:
+        streamed = estimate_tokens(self._streamed_chars) + self._relayed_events
+        if not streamed and not self.endpoint:
             return Spent("", 0, 0, False)  # nothing was asked upstream
-        return Spent(
-            self.endpoint,
-            estimate_tokens(self.demand.prompt_chars),
-            estimate_tokens(self._streamed_chars),
-            False,
-        )
+        return Spent(self.endpoint, estimate_tokens(self.demand.prompt_chars), streamed, False)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         """OpenAI's rate-limit headers, for the limits this client has."""

@@ -140,6 +140,13 @@ class GatewayMetrics:
             buckets=OVERHEAD_BUCKETS,
             registry=self.registry,
         )
+        self.streamed = Counter(
+            "gateway_ls_streamed_answers",
+            "Streamed answers by path: `relay` passes an upstream's own events on, `rewrite` "
+            "writes each event (another kind's answer, a cleaned completion, the Responses API).",
+            ("path",),
+            registry=self.registry,
+        )
         self.redis = Histogram(
             "gateway_ls_redis_duration_seconds",
             "Round trips to the shared state for limits, by call.",
@@ -157,6 +164,8 @@ class GatewayMetrics:
         child = self._child
         child(self.requests, endpoint, task_class, outcome_of(meter.status)).inc()
         child(self.overhead, meter.operation).observe(meter.overhead_s)
+        if meter.stream_path is not None:
+            child(self.streamed, meter.stream_path).inc()
         refused = meter.admission.refused
         if refused is not None:
             child(self.limited, meter.client, refused.value).inc()

@@ -169,7 +169,7 @@ class Responses:
                                 name=piece.name,
                                 arguments=piece.arguments,
                             )
-                        else:
+                        elif isinstance(piece, str):  # a relay is never asked here
                             out += answer.text(piece)
                     if not feed.ended:  # else the ending goes in the same write
                         yield named_sse_events(out)

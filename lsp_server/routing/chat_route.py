@@ -26,6 +26,7 @@ it twice. Hedges share the inline hedge budget's ratio (`max_hedge_ratio`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from lsp_server.backends.base import ChatRequest
@@ -36,7 +37,7 @@ from lsp_server.reasons import Reason
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, healthy_first
 from lsp_server.routing.gate import Gate
-from lsp_server.routing.sequential_route import SequentialPlan, capped
+from lsp_server.routing.sequential_route import SequentialPlan, capped, relay_events
 
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
 
@@ -52,12 +53,19 @@ class ChatRoute:
     # -- choosing --------------------------------------------------------------------------
 
     def plan(
-        self, model: str, request: ChatRequest, *, local_only: Reason | None
+        self, model: str, request: ChatRequest, *, local_only: Reason | None, relay: bool = False
     ) -> SequentialPlan:
         """The endpoints to ask for `request`, in order. Raises `Refused` when there is
         nothing to ask (`model_not_found`, `model_not_supported`, `no_endpoint_available`,
         `tools_not_supported`). `local_only`: why the conversation must stay here, as the
-        chat service found it; the gate adds the offline mode."""
+        chat service found it; the gate adds the offline mode. `relay`: the caller passes the
+        answer on as it streams, and takes an upstream's own events where one can give them."""
+        plan = self._choose(model, request, local_only=local_only)
+        return dataclasses.replace(plan, call=relay_events) if relay else plan
+
+    def _choose(
+        self, model: str, request: ChatRequest, *, local_only: Reason | None
+    ) -> SequentialPlan:
         held = local_only
         local_only = self._gate.verdict(held)
         model = model or AUTO

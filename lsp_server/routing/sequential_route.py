@@ -23,6 +23,7 @@ from lsp_server.backends.base import (
     BackendError,
     ChatEvent,
     ChatRequest,
+    Relayed,
     ToolCall,
     ToolCallDelta,
     Usage,
@@ -56,6 +57,14 @@ def chat_events(
     endpoint: Endpoint, request: ChatRequest, usage: Usage, permit: Permit
 ) -> AsyncIterator[ChatEvent]:
     return endpoint.backend.chat_events(request, usage, permit=permit)
+
+
+def relay_events(
+    endpoint: Endpoint, request: ChatRequest, usage: Usage, permit: Permit
+) -> AsyncIterator[ChatEvent]:
+    """The call of a caller that passes the stream on: the upstream's own events where the
+    endpoint can give them (`Relayed`), else its pieces."""
+    return endpoint.backend.relay_events(request, usage, permit=permit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -376,7 +385,7 @@ async def _collect(call: ChatCall, attempt: _Attempt, sink: EventSink) -> None:
                     attempt.first_token_at = time.monotonic()
                 if isinstance(event, ToolCallDelta):
                     calls.feed(event.index, id=event.id, name=event.name, arguments=event.arguments)
-                else:
+                elif not isinstance(event, Relayed):  # relayed: the caller's alone to read
                     attempt.texts.append(event)
                 sink(event)
     except BackendError as error:

@@ -12,6 +12,7 @@ from lsp_server.backends.base import (
     BackendError,
     ChatEvent,
     ChatRequest,
+    ToolCallDelta,
     Usage,
 )
 from lsp_server.backends.local.chat_messages import (
@@ -59,7 +60,7 @@ class ChatRunner(ModelWorker):
             )
         calls = ToolCallStream(self.name)
         async for event in self._stream(lambda job: self._run_tool_chat(job, request), usage):
-            if isinstance(event, str):
+            if not isinstance(event, ToolCallDelta):
                 yield event
                 continue
             for piece in calls.feed(
