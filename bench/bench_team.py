@@ -71,6 +71,7 @@ from typing import Any
 
 import httpx
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench import team_trace
 from bench.harness.percentile import percentile
@@ -1027,6 +1028,7 @@ def main(argv: list[str] | None = None) -> int:
                 faults(team, children, redis),
                 {"the model": [model], "the gateways": children},
             )
+            paths = streamed_paths(children, tokens["agent"])
         if args.trace:
             print_trace(team, direct, workdir, children, args.warm_up, args.trace)
 
@@ -1082,12 +1084,42 @@ def main(argv: list[str] | None = None) -> int:
             except Unavailable as unavailable:
                 missing[peer.name] = str(unavailable)
     print_report([again, team, floor, peer], direct, missing, with_limits, args.warm_up)
+    print_paths(paths)
     if args.pin:
         print(
             "pinned: the gateways (and the floor and the peer) on core 1; the load, the model, "
             "Redis on core 0"
         )
     return 0
+
+
+def streamed_paths(children: list[subprocess.Popen[bytes]], token: str) -> dict[str, float]:
+    """The streamed answers by path (`relay`, `rewrite`), as the gateways still running count
+    them in `/metrics` (one was killed halfway, its counts with it)."""
+    paths: dict[str, float] = {}
+    for child in children:
+        if child.poll() is not None:
+            continue
+        url = child.url.removesuffix("/v1") + "/metrics"  # type: ignore[attr-defined]
+        text = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10).text
+        for family in text_string_to_metric_families(text):
+            if family.name == "gateway_ls_streamed_answers":
+                for sample in family.samples:
+                    if sample.name.endswith("_total"):
+                        path = sample.labels["path"]
+                        paths[path] = paths.get(path, 0.0) + sample.value
+    return paths
+
+
+def print_paths(paths: dict[str, float]) -> None:
+    total = sum(paths.values())
+    if not total:
+        print("\nstreamed answers by path: none counted")
+        return
+    shares = ", ".join(f"{path} {count / total:.0%}" for path, count in sorted(paths.items()))
+    print(
+        f"\nstreamed answers by path (the gateway alive at the end, {total:.0f} answers): {shares}"
+    )
 
 
 def faults(
