@@ -9,8 +9,9 @@ stack's cost is told apart from gateway-ls's own. Each server runs as its own pr
 real use. When a `litellm` command is on PATH (or named by
 $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for comparison.
 
-With `--stream-chat` the request is a streamed chat completion without tools instead, the
-answer an OpenAI-compatible endpoint's that the gateway relays as it came.
+With `--stream-chat` the request is a streamed chat completion instead, the answer (a
+function of about 160 tokens, a streamed event each) an OpenAI-compatible endpoint's, which the
+gateway relays as it came; the floor's CPU per request is printed beside the gateway's.
 
 Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--stream-chat]`.
 """
@@ -49,9 +50,20 @@ BODY = {
 CHAT_BODY = {
     "model": "fake-model",
     "messages": [{"role": "user", "content": "Write add(a, b) in Python."}],
-    "max_tokens": 16,
+    "max_tokens": 1024,
     "stream": True,
 }
+CHAT_ANSWER = (
+    "def add(a: int, b: int) -> int:\n"
+    '    """The sum of two integers, checked: a bool is not a number here."""\n'
+    "    for value in (a, b):\n"
+    "        if isinstance(value, bool) or not isinstance(value, int):\n"
+    '            raise TypeError(f"expected an int, got {type(value).__name__}")\n'
+    "    return a + b\n\n\n"
+    'if __name__ == "__main__":\n'
+    "    print(add(1, 2))\n"
+    "    print(add(40, 2))\n"
+) * 2
 
 
 @dataclass
@@ -163,13 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     command = litellm_command()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        stack.enter_context(
-            fake_endpoint(endpoint_port, "return a + b\n", log=workdir / "endpoint.log")
-        )
+        answer = CHAT_ANSWER if args.stream_chat else "return a + b\n"
+        stack.enter_context(fake_endpoint(endpoint_port, answer, log=workdir / "endpoint.log"))
         gateway_process = psutil.Process(
             stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
         )
-        stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log"))
+        floor_process = psutil.Process(
+            stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log")).pid
+        )
         paths = [
             ("endpoint, direct", f"{endpoint_url}/{route}", "fake-model", "unused"),
             ("gateway-ls gateway -> endpoint", local_url(gateway_port, route), AUTO, "unused"),
@@ -184,10 +197,12 @@ def main(argv: list[str] | None = None) -> int:
             Target(name, url, model, stack.enter_context(keep_alive_client(key)), [])
             for name, url, model, key in paths
         ]
-        cpu_before = sum(gateway_process.cpu_times()[:2])
+        cpu_before = [cpu_s(gateway_process), cpu_s(floor_process)]
         measure(targets, args.requests)
-        gateway_cpu_ms = (sum(gateway_process.cpu_times()[:2]) - cpu_before) * 1000
-        gateway_cpu_ms /= args.requests + WARMUP_REQUESTS
+        gateway_cpu_ms, floor_cpu_ms = (
+            (cpu_s(server) - before) * 1000 / (args.requests + WARMUP_REQUESTS)
+            for server, before in zip((gateway_process, floor_process), cpu_before, strict=True)
+        )
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     asked = "streamed /v1/chat/completions" if args.stream_chat else "non-streaming /v1/completions"
     print(f"{asked}, {args.requests} requests per path, keep-alive\n")
@@ -213,9 +228,18 @@ def main(argv: list[str] | None = None) -> int:
         f"  the gateway's CPU per request: {gateway_cpu_ms:.2f} ms (steadier than wall time on "
         "a shared machine)"
     )
+    print(
+        f"  the floor's CPU per request: {floor_cpu_ms:.2f} ms; the gateway's over the floor's: "
+        f"{gateway_cpu_ms / floor_cpu_ms:.2f}x"
+    )
     if command is None:
         print("LiteLLM: not installed")
     return 0
+
+
+def cpu_s(server: psutil.Process) -> float:
+    """The process's CPU time so far (user and system), in seconds."""
+    return sum(server.cpu_times()[:2])
 
 
 if __name__ == "__main__":
