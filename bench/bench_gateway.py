@@ -13,12 +13,7 @@ With `--stream-chat` the request is a streamed chat completion instead, the answ
 function of about 160 tokens, a streamed event each) an OpenAI-compatible endpoint's, which the
 gateway relays as it came; the floor's CPU per request is printed beside the gateway's.
 
-With `--granian` the gateway and the floor also run under granian (a Rust HTTP server for ASGI
-apps, installed with the `bench` extra: `pip install -e '.[bench]'`), beside uvicorn in the same
-run, each with its CPU per request (its worker's included).
-
-Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--stream-chat]
-[--granian]`.
+Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--stream-chat]`.
 """
 
 from __future__ import annotations
@@ -118,22 +113,6 @@ def gateway(
     return process([*args, "--port", str(port)], ready, workdir / "gateway.log")
 
 
-def granian(
-    workdir: Path, port: int, factory: str, env: dict[str, str]
-) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    """`bench.granian_apps`'s `factory` under granian on 127.0.0.1:`port`: one worker on uvloop,
-    HTTP/1.1, as uvicorn serves the gateway."""
-    args = [
-        *(sys.executable, "-m", "granian", "--interface", "asgi", "--factory"),
-        *("--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--loop", "uvloop"),
-        *("--http", "1", "--no-ws", "--log-level", "warning"),
-        f"bench.granian_apps:{factory}",
-    ]
-    ready = f"http://127.0.0.1:{port}/healthz"
-    log = workdir / f"granian-{factory}.log"
-    return process(args, ready, log, env={**os.environ, **env})
-
-
 def litellm_command() -> str | None:
     return os.environ.get("LITELLM") or shutil.which("litellm")
 
@@ -188,9 +167,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stream-chat", action="store_true", help="a streamed chat completion, not a completion"
     )
-    parser.add_argument(
-        "--granian", action="store_true", help="the gateway and the floor under granian too"
-    )
     args = parser.parse_args(argv)
     route = "chat/completions" if args.stream_chat else "completions"
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
@@ -212,16 +188,6 @@ def main(argv: list[str] | None = None) -> int:
             ("gateway-ls gateway -> endpoint", local_url(gateway_port, route), AUTO, "unused"),
             ("floor proxy -> endpoint", local_url(floor_port, route), "fake-model", "unused"),
         ]
-        servers = {"gateway": gateway_process, "floor": floor_process}
-        if args.granian:
-            config = {"GATEWAY_LS_BENCH_CONFIG": str(workdir / "gateway.toml")}
-            upstream = {"GATEWAY_LS_BENCH_UPSTREAM": endpoint_url}
-            for name, env in (("gateway", config), ("floor", upstream)):
-                port = free_port()
-                started = stack.enter_context(granian(workdir, port, name, env))
-                servers[f"{name} on granian"] = psutil.Process(started.pid)
-                model = AUTO if name == "gateway" else "fake-model"
-                paths.append((f"{name} on granian -> endpoint", local_url(port, route), model, "-"))
         if command is not None and not args.stream_chat:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
             paths.append(
@@ -231,13 +197,12 @@ def main(argv: list[str] | None = None) -> int:
             Target(name, url, model, stack.enter_context(keep_alive_client(key)), [])
             for name, url, model, key in paths
         ]
-        cpu_before = {name: cpu_s(server) for name, server in servers.items()}
+        cpu_before = [cpu_s(gateway_process), cpu_s(floor_process)]
         measure(targets, args.requests)
-        cpu_ms = {
-            name: (cpu_s(server) - cpu_before[name]) * 1000 / (args.requests + WARMUP_REQUESTS)
-            for name, server in servers.items()
-        }
-        gateway_cpu_ms, floor_cpu_ms = cpu_ms["gateway"], cpu_ms["floor"]
+        gateway_cpu_ms, floor_cpu_ms = (
+            (cpu_s(server) - before) * 1000 / (args.requests + WARMUP_REQUESTS)
+            for server, before in zip((gateway_process, floor_process), cpu_before, strict=True)
+        )
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     asked = "streamed /v1/chat/completions" if args.stream_chat else "non-streaming /v1/completions"
     print(f"{asked}, {args.requests} requests per path, keep-alive\n")
@@ -267,20 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         f"  the floor's CPU per request: {floor_cpu_ms:.2f} ms; the gateway's over the floor's: "
         f"{gateway_cpu_ms / floor_cpu_ms:.2f}x"
     )
-    if args.granian:
-        print(
-            "  under granian, CPU per request: the gateway "
-            f"{cpu_ms['gateway on granian']:.2f} ms, the floor {cpu_ms['floor on granian']:.2f} ms"
-        )
     if command is None:
         print("LiteLLM: not installed")
     return 0
 
 
 def cpu_s(server: psutil.Process) -> float:
-    """The CPU time (user and system) of the process and its children so far, in seconds: a
-    server's workers are its children."""
-    return sum(sum(p.cpu_times()[:2]) for p in [server, *server.children(recursive=True)])
+    """The process's CPU time so far (user and system), in seconds."""
+    return sum(server.cpu_times()[:2])
 
 
 if __name__ == "__main__":

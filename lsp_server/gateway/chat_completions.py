@@ -297,35 +297,38 @@ async def _relayed(
                 if isinstance(piece, Relayed):
                     out.append(piece)
             if not feed.ended:  # else the ending goes in the same write
-                yield b"".join(out).replace(*named)
+                yield named(b"".join(out))
                 out = []
         try:
             routed = feed.work.result()
         except RouteFailed as failed:
             out.append(sse_event(openai_error(failed).body()))
-            yield LastEvents(b"".join(out).replace(*named) + SSE_DONE)
+            yield LastEvents(named(b"".join(out)) + SSE_DONE)
             return
         charge(meter, routed, chat)
         if body.include_usage and not usage_sent:
             usage, _ = usage_of(routed, chat)
             ids = _relayed_ids(feed.first)
             out.append(sse_event(usage_chunk(ids, feed.serving, "chat.completion.chunk", usage)))
-        yield LastEvents(b"".join(out).replace(*named) + SSE_DONE)
+        yield LastEvents(named(b"".join(out)) + SSE_DONE)
     finally:
         feed.stop()
 
 
 # The `model` field of an OpenAI chunk, as written (JSON puts no unescaped quote in a string).
-_MODEL_FIELD = re.compile(rb'"model"\s*:\s*"(?:[^"\\]|\\.)*"')
+_MODEL_FIELD = re.compile(rb'"model"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
-def _model_naming(first: ChatEvent | None, endpoint: str) -> tuple[bytes, bytes]:
-    """The upstream's `model` field as its first event writes it, and the field naming the
-    endpoint instead: what to replace in the relayed bytes (nothing, where it has none)."""
+def _model_naming(first: ChatEvent | None, endpoint: str) -> Callable[[bytes], bytes]:
+    """What names the endpoint as the `model` of relayed events: the upstream's model, as its
+    first event writes it, replaced in the bytes, however each event spaces the field (the
+    events the relay writes again are compact). Nothing to do where it names none."""
     found = _MODEL_FIELD.search(first) if isinstance(first, Relayed) else None
     if found is None:
-        return b"", b""
-    return found.group(), b'"model":' + json_codec.dumps(endpoint)
+        return lambda events: events
+    field = re.compile(rb'"model"\s*:\s*' + re.escape(found.group(1)))
+    named = (b'"model":' + json_codec.dumps(endpoint)).replace(b"\\", b"\\\\")  # `sub`'s escapes
+    return lambda events: field.sub(named, events)
 
 
 def _relayed_ids(first: ChatEvent | None) -> ResponseIds:

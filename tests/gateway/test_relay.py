@@ -217,3 +217,19 @@ def test_a_kind_without_usage_in_its_stream_is_rewritten_under_the_endpoints_nam
     assert "stream_options" not in up.requests[-1].payload
     assert json.loads(rewritten[0].removeprefix(b"data: "))["model"] == "ollama"
     assert streamed_answers(gateway)["rewrite"] == before + 1
+
+
+def test_every_event_names_the_endpoint_those_the_relay_writes_too(
+    gateway: Gateway, up: FakeLLMServer
+) -> None:
+    # A call that writes no arguments: the relay adds its `"{}"` in an event of its own.
+    up.behaviour = Behaviour(text="", tool_calls=({"name": "noop", "arguments": ""},))
+    tool = {"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}
+    body = {"model": "up", "messages": ASK, "tools": [tool], "stream": True}
+    payloads = [
+        json.loads(e.removeprefix(b"data: ")) for e in events(stream(gateway, body).content)[:-1]
+    ]
+    calls = [c for p in payloads for c in p["choices"][0]["delta"].get("tool_calls", [])]
+    assert calls[0]["function"]["name"] == "noop" and calls[-1]["function"]["arguments"] == "{}"
+    assert {p["model"] for p in payloads} == {"up"}
+    assert len({p["id"] for p in payloads}) == 1
