@@ -9,7 +9,7 @@ least a Python gateway on this stack does), so what gateway-ls adds over its own
 The requests are agent sessions: each turn is the previous one plus a tool round trip, as an
 agent sends them, and a session starts anew every `--turns` turns (its first turn is new text
 to every memo). The model is the tests' scripted tool-using server
-(tests/support/scripted_agent.py) answering at once, in a process of its own, so the figures
+(bench/harness/scripted_agent.py) answering at once, in a process of its own, so the figures
 are the gateway's own cost: reading the request, the privacy verdict, translation both ways,
 routing and the upstream call. All paths run interleaved in one run over keep-alive
 connections; the gateway's CPU per request is printed too (steadier than wall time on a
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         model_args = [
             sys.executable,
             "-m",
-            "tests.support.scripted_agent",
+            "bench.harness.scripted_agent",
             "--port",
             str(model_port),
         ]
