@@ -8,8 +8,11 @@ the body to the endpoint with httpx, the least a Python gateway on this stack do
 stack's cost is told apart from gateway-ls's own. Each server runs as its own process, as in
 real use. When a `litellm` command is on PATH (or named by
 $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for comparison.
+`--granian`: the gateway and the floor are also served by granian (`bench/granian_server.py`),
+in the same interleaved run, and each app's added latency and CPU per request are compared
+under the two servers.
 
-Run from the repository root: `python -m bench.bench_gateway [--requests 500]`.
+Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--granian]`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.harness.endpoints import fake_endpoint, floor_proxy, keep_alive_client
+from bench.harness.endpoints import fake_endpoint, floor_proxy, granian_server, keep_alive_client
 from bench.harness.percentile import percentile
 from bench.harness.processes import free_port, process
 
@@ -51,6 +54,8 @@ class Target:
     model: str
     client: httpx.Client
     samples_ms: list[float]
+    server: psutil.Process | None = None  # the process whose CPU per request is reported
+    cpu_ms: float = 0.0  # its CPU per measured request
 
     def call(self) -> None:
         started = time.perf_counter()
@@ -67,9 +72,7 @@ def local_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1/completions"
 
 
-def gateway(
-    workdir: Path, port: int, endpoint_url: str
-) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+def gateway_config(workdir: Path, endpoint_url: str) -> Path:
     config = workdir / "gateway.toml"
     config.write_text(
         "[routing]\ninline_deadline_ms = 5000\nmax_hedge_ratio = 0\n"
@@ -78,9 +81,13 @@ def gateway(
         'model = "fake-model"\nmax_tokens = 16\n',
         encoding="utf-8",
     )
+    return config
+
+
+def gateway(config: Path, port: int) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
     ready = f"http://127.0.0.1:{port}/healthz"
-    return process([*args, "--port", str(port)], ready, workdir / "gateway.log")
+    return process([*args, "--port", str(port)], ready, config.with_name("gateway.log"))
 
 
 def litellm_command() -> str | None:
@@ -111,9 +118,18 @@ def measure(targets: list[Target], requests: int) -> None:
         for _ in range(WARMUP_REQUESTS):
             target.call()
         target.samples_ms.clear()
+    cpu_before = {target.name: cpu_s(target.server) for target in targets if target.server}
     for _ in range(requests):  # interleaved, so load from elsewhere hits every target alike
         for target in targets:
             target.call()
+    for target in targets:
+        if target.server is not None:
+            target.cpu_ms = (cpu_s(target.server) - cpu_before[target.name]) * 1000 / requests
+
+
+def cpu_s(process: psutil.Process) -> float:
+    """The process's CPU time so far (user and system, all its threads), in seconds."""
+    return sum(process.cpu_times()[:2])
 
 
 def print_table(targets: list[Target], baseline: Target) -> None:
@@ -134,9 +150,13 @@ def print_table(targets: list[Target], baseline: Target) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=500, help="measured requests per path")
+    parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also serve the gateway and the floor with granian, interleaved with the rest",
+    )
     args = parser.parse_args(argv)
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
-    floor_port = free_port()
     endpoint_url = f"http://127.0.0.1:{endpoint_port}/v1"
     command = litellm_command()
     with contextlib.ExitStack() as stack:
@@ -144,28 +164,75 @@ def main(argv: list[str] | None = None) -> int:
         stack.enter_context(
             fake_endpoint(endpoint_port, "return a + b\n", log=workdir / "endpoint.log")
         )
-        gateway_process = psutil.Process(
-            stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
-        )
-        stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log"))
-        paths = [
-            ("endpoint, direct", f"{endpoint_url}/completions", "fake-model", "unused"),
-            ("gateway-ls gateway -> endpoint", local_url(gateway_port), "gateway-ls", "unused"),
-            ("floor proxy -> endpoint", local_url(floor_port), "fake-model", "unused"),
+
+        def served(
+            name: str,
+            port: int,
+            model: str,
+            server: contextlib.AbstractContextManager[subprocess.Popen[bytes]],
+        ) -> Target:
+            started = psutil.Process(stack.enter_context(server).pid)
+            client = stack.enter_context(keep_alive_client("unused"))
+            return Target(name, local_url(port), model, client, [], started)
+
+        config = gateway_config(workdir, endpoint_url)
+        floor_port = free_port()
+        targets = [
+            Target(
+                "endpoint, direct",
+                f"{endpoint_url}/completions",
+                "fake-model",
+                stack.enter_context(keep_alive_client("unused")),
+                [],
+            ),
+            served(
+                "gateway-ls gateway -> endpoint",
+                gateway_port,
+                "gateway-ls",
+                gateway(config, gateway_port),
+            ),
+            served(
+                "floor proxy -> endpoint",
+                floor_port,
+                "fake-model",
+                floor_proxy(floor_port, endpoint_url, workdir / "floor.log"),
+            ),
         ]
+        if args.granian:
+            granian_gateway_port, granian_floor_port = free_port(), free_port()
+            targets += [
+                served(
+                    "gateway-ls gateway, granian",
+                    granian_gateway_port,
+                    "gateway-ls",
+                    granian_server(
+                        "gateway",
+                        granian_gateway_port,
+                        str(config),
+                        workdir / "granian-gateway.log",
+                    ),
+                ),
+                served(
+                    "floor proxy, granian",
+                    granian_floor_port,
+                    "fake-model",
+                    granian_server(
+                        "floor", granian_floor_port, endpoint_url, workdir / "granian-floor.log"
+                    ),
+                ),
+            ]
         if command is not None:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
-            paths.append(
-                ("LiteLLM proxy -> endpoint", local_url(litellm_port), "fake", LITELLM_KEY)
+            targets.append(
+                Target(
+                    "LiteLLM proxy -> endpoint",
+                    local_url(litellm_port),
+                    "fake",
+                    stack.enter_context(keep_alive_client(LITELLM_KEY)),
+                    [],
+                )
             )
-        targets = [
-            Target(name, url, model, stack.enter_context(keep_alive_client(key)), [])
-            for name, url, model, key in paths
-        ]
-        cpu_before = sum(gateway_process.cpu_times()[:2])
         measure(targets, args.requests)
-        gateway_cpu_ms = (sum(gateway_process.cpu_times()[:2]) - cpu_before) * 1000
-        gateway_cpu_ms /= args.requests + WARMUP_REQUESTS
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     print(f"non-streaming /v1/completions, {args.requests} requests per path, keep-alive\n")
     print_table(targets, targets[0])
@@ -187,12 +254,40 @@ def main(argv: list[str] | None = None) -> int:
         f"takes {upstream_p50:.2f} ms; HTTP in and out, parsing and routing the rest"
     )
     print(
-        f"  the gateway's CPU per request: {gateway_cpu_ms:.2f} ms (steadier than wall time on "
-        "a shared machine)"
+        f"  the gateway's CPU per request: {targets[1].cpu_ms:.2f} ms (steadier than wall time "
+        "on a shared machine)"
     )
+    if args.granian:
+        print_servers(targets[0], targets[1:5])
     if command is None:
         print("LiteLLM: not installed")
     return 0
+
+
+def print_servers(direct: Target, served: list[Target]) -> None:
+    """Each app under each server: added latency over the direct call, CPU per request, and
+    granian's CPU as a share of uvicorn's (`served`: gateway and floor on uvicorn, then on
+    granian)."""
+    gateway, floor, granian_gateway, granian_floor = served
+    rows = [
+        ("gateway-ls", "uvicorn", gateway),
+        ("gateway-ls", "granian", granian_gateway),
+        ("floor", "uvicorn", floor),
+        ("floor", "granian", granian_floor),
+    ]
+    header = f"{'app':<12} {'server':<8} {'+p50 ms':>8} {'+p99 ms':>8} {'CPU ms':>8}"
+    print(f"\nthe two servers, added over the direct call, CPU per request\n{header}")
+    print("-" * len(header))
+    for app, server, target in rows:
+        added_p50 = percentile(target.samples_ms, 0.5) - percentile(direct.samples_ms, 0.5)
+        added_p99 = percentile(target.samples_ms, 0.99) - percentile(direct.samples_ms, 0.99)
+        print(f"{app:<12} {server:<8} {added_p50:>+8.2f} {added_p99:>+8.2f} {target.cpu_ms:>8.2f}")
+    gateway_ratio = granian_gateway.cpu_ms / gateway.cpu_ms
+    floor_ratio = granian_floor.cpu_ms / floor.cpu_ms
+    print(
+        f"granian's CPU per request over uvicorn's: gateway-ls {gateway_ratio:.2f}, "
+        f"floor {floor_ratio:.2f}"
+    )
 
 
 if __name__ == "__main__":
