@@ -9,14 +9,16 @@ least a Python gateway on this stack does), so what gateway-ls adds over its own
 The requests are agent sessions: each turn is the previous one plus a tool round trip, as an
 agent sends them, and a session starts anew every `--turns` turns (its first turn is new text
 to every memo). The model is the tests' scripted tool-using server
-(tests/support/scripted_agent.py) answering at once, in a process of its own, so the figures
+(bench/harness/scripted_agent.py) answering at once, in a process of its own, so the figures
 are the gateway's own cost: reading the request, the privacy verdict, translation both ways,
 routing and the upstream call. All paths run interleaved in one run over keep-alive
 connections; the gateway's CPU per request is printed too (steadier than wall time on a
-shared machine).
+shared machine). `--granian`: the gateway and the floor are also served by granian
+(`bench/granian_server.py`) in the same run, and each app's added latency and CPU per request
+are compared under the two servers.
 
 Run from the repository root: `python -m bench.bench_agent_turn [--requests 200] [--turns 8]
-[--no-litellm]`.
+[--no-litellm] [--granian]`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.harness.endpoints import floor_proxy, keep_alive_client
+from bench.harness.endpoints import floor_proxy, granian_server, keep_alive_client
 from bench.harness.percentile import percentile
 from bench.harness.processes import free_port, process
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
@@ -163,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="measured requests per path")
     parser.add_argument("--turns", type=int, default=8, help="turns of each agent session")
     parser.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM peer")
+    parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also serve the gateway and the floor with granian, interleaved with the rest",
+    )
     args = parser.parse_args(argv)
     model_port, gateway_port, litellm_port, floor_port = (free_port() for _ in range(4))
     model_url = f"http://127.0.0.1:{model_port}/v1"
@@ -176,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         model_args = [
             sys.executable,
             "-m",
-            "tests.support.scripted_agent",
+            "bench.harness.scripted_agent",
             "--port",
             str(model_port),
         ]
@@ -243,6 +250,35 @@ def main(argv: list[str] | None = None) -> int:
             ),
         ]
         baselines: list[Route | None] = [None, paths[0], None, paths[2], paths[0], paths[2]]
+        measured = {
+            "gateway": psutil.Process(gateway.pid),
+            "floor proxy": psutil.Process(floor.pid),
+        }
+        if args.granian:
+            for app, target in (("gateway", str(config)), ("floor", model_url)):
+                port = free_port()
+                log = workdir / f"granian-{app}.log"
+                served = stack.enter_context(granian_server(app, port, target, log))
+                name = "gateway" if app == "gateway" else "floor proxy"
+                measured[f"{name}, granian"] = psutil.Process(served.pid)
+                url = f"http://127.0.0.1:{port}/v1"
+                paths += [
+                    Route(
+                        f"responses, {name}, granian",
+                        f"{url}/responses",
+                        sessions.responses,
+                        responses_done,
+                        client,
+                    ),
+                    Route(
+                        f"chat, {name}, granian",
+                        f"{url}/chat/completions",
+                        sessions.chat,
+                        chat_done,
+                        client,
+                    ),
+                ]
+                baselines += [paths[0], paths[2]]
         if not litellm_missing:
             paths.append(
                 Route(
@@ -273,10 +309,6 @@ def main(argv: list[str] | None = None) -> int:
                     break
             path.samples_ms.clear()
         running = [path for path in paths if path.name not in failed]
-        measured = {
-            "gateway": psutil.Process(gateway.pid),
-            "floor proxy": psutil.Process(floor.pid),
-        }
         cpu_before = {name: cpu_s(process) for name, process in measured.items()}
         for _ in range(args.requests):  # interleaved: load from elsewhere hits every path alike
             for path in running:
@@ -319,7 +351,50 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nthe gateway's CPU per request (both gateway paths): {gateway_ms:.2f} ms")
     print(f"the floor proxy's CPU per request (both of its paths): {floor_ms:.2f} ms")
     print(f"the gateway over the floor proxy, CPU per request: {gateway_ms - floor_ms:+.2f} ms")
+    if args.granian:
+        print_servers(by_name, {name: ms / (2 * args.requests) for name, ms in cpu_ms.items()})
     return 0
+
+
+def print_servers(by_name: dict[str, Route], cpu_per_request_ms: dict[str, float]) -> None:
+    """Each app under each server: added latency over the direct call for each kind of turn,
+    CPU per request over both, and granian's CPU as a share of uvicorn's."""
+    header = (
+        f"{'app':<12} {'server':<8} {'responses +p50 / +p99 ms':>25} {'chat +p50 / +p99 ms':>21}"
+        f" {'CPU ms':>7}"
+    )
+    print(f"\nthe two servers, added over the direct call, CPU per request\n{header}")
+    print("-" * len(header))
+    for app, name in (("gateway-ls", "gateway"), ("floor", "floor proxy")):
+        for server in ("uvicorn", "granian"):
+            process = name if server == "uvicorn" else f"{name}, granian"
+            added = []
+            for kind in ("responses", "chat"):
+                route = by_name.get(served_route_name(kind, name, server))
+                direct = by_name[f"{kind}, direct"]
+                if route is None:
+                    added.append("failed")
+                    continue
+                p50 = percentile(route.samples_ms, 0.5) - percentile(direct.samples_ms, 0.5)
+                p99 = percentile(route.samples_ms, 0.99) - percentile(direct.samples_ms, 0.99)
+                added.append(f"{p50:+.2f} / {p99:+.2f}")
+            print(
+                f"{app:<12} {server:<8} {added[0]:>25} {added[1]:>21}"
+                f" {cpu_per_request_ms[process]:>7.2f}"
+            )
+    for name in ("gateway", "floor proxy"):
+        ratio = cpu_per_request_ms[f"{name}, granian"] / cpu_per_request_ms[name]
+        print(f"granian's CPU per request over uvicorn's, the {name}: {ratio:.2f}")
+
+
+def served_route_name(kind: str, name: str, server: str) -> str:
+    """The route's name for `kind` ("responses" or "chat") through `name` ("gateway" or "floor
+    proxy") on `server`."""
+    if server == "granian":
+        return f"{kind}, {name}, granian"
+    if name == "gateway" and kind == "responses":
+        return "responses, gateway (bridged to chat)"
+    return f"{kind}, {name}"
 
 
 def cpu_s(process: psutil.Process) -> float:

@@ -8,12 +8,14 @@ the body to the endpoint with httpx, the least a Python gateway on this stack do
 stack's cost is told apart from gateway-ls's own. Each server runs as its own process, as in
 real use. When a `litellm` command is on PATH (or named by
 $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for comparison.
+`--granian`: the gateway and the floor are also served by granian (`bench/granian_server.py`),
+in the same interleaved run, and each app's added latency and CPU per request are compared
+under the two servers. `--stream-chat`: the request is a streamed chat completion instead (an
+answer of about 160 tokens, an event each, which the gateway relays), and the floor's CPU per
+request is printed beside the gateway's.
 
-With `--stream-chat` the request is a streamed chat completion instead, the answer (a
-function of about 160 tokens, a streamed event each) an OpenAI-compatible endpoint's, which the
-gateway relays as it came; the floor's CPU per request is printed beside the gateway's.
-
-Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--stream-chat]`.
+Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--granian]
+[--stream-chat]`.
 """
 
 from __future__ import annotations
@@ -33,13 +35,12 @@ from pathlib import Path
 import httpx
 import psutil
 
-from bench.harness.endpoints import fake_endpoint, floor_proxy, keep_alive_client
+from bench.harness.endpoints import fake_endpoint, floor_proxy, granian_server, keep_alive_client
 from bench.harness.percentile import percentile
 from bench.harness.processes import free_port, process
 
 TARGET_ADDED_P50_MS = 1.0
 WARMUP_REQUESTS = 50
-AUTO = "gateway-ls"  # the model a client names to let the gateway route
 LITELLM_KEY = f"sk-bench-{secrets.token_hex(16)}"  # the proxy refuses to start without one
 BODY = {
     "model": "fake-model",
@@ -69,10 +70,12 @@ CHAT_ANSWER = (
 @dataclass
 class Target:
     name: str
-    url: str  # the full /v1/completions URL
+    url: str  # the full /v1/completions or /v1/chat/completions URL
     model: str
     client: httpx.Client
     samples_ms: list[float]
+    server: psutil.Process | None = None  # the process whose CPU per request is reported
+    cpu_ms: float = 0.0  # its CPU per measured request
 
     def call(self) -> None:
         started = time.perf_counter()
@@ -97,9 +100,7 @@ def local_url(port: int, route: str = "completions") -> str:
     return f"http://127.0.0.1:{port}/v1/{route}"
 
 
-def gateway(
-    workdir: Path, port: int, endpoint_url: str
-) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+def gateway_config(workdir: Path, endpoint_url: str) -> Path:
     config = workdir / "gateway.toml"
     config.write_text(
         "[routing]\ninline_deadline_ms = 5000\nmax_hedge_ratio = 0\n"
@@ -108,9 +109,13 @@ def gateway(
         'model = "fake-model"\nmax_tokens = 16\n',
         encoding="utf-8",
     )
+    return config
+
+
+def gateway(config: Path, port: int) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
     ready = f"http://127.0.0.1:{port}/healthz"
-    return process([*args, "--port", str(port)], ready, workdir / "gateway.log")
+    return process([*args, "--port", str(port)], ready, config.with_name("gateway.log"))
 
 
 def litellm_command() -> str | None:
@@ -141,9 +146,18 @@ def measure(targets: list[Target], requests: int) -> None:
         for _ in range(WARMUP_REQUESTS):
             target.call()
         target.samples_ms.clear()
+    cpu_before = {target.name: cpu_s(target.server) for target in targets if target.server}
     for _ in range(requests):  # interleaved, so load from elsewhere hits every target alike
         for target in targets:
             target.call()
+    for target in targets:
+        if target.server is not None:
+            target.cpu_ms = (cpu_s(target.server) - cpu_before[target.name]) * 1000 / requests
+
+
+def cpu_s(process: psutil.Process) -> float:
+    """The process's CPU time so far (user and system, all its threads), in seconds."""
+    return sum(process.cpu_times()[:2])
 
 
 def print_table(targets: list[Target], baseline: Target) -> None:
@@ -165,44 +179,91 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--requests", type=int, default=500, help="measured requests per path")
     parser.add_argument(
+        "--granian",
+        action="store_true",
+        help="also serve the gateway and the floor with granian, interleaved with the rest",
+    )
+    parser.add_argument(
         "--stream-chat", action="store_true", help="a streamed chat completion, not a completion"
     )
     args = parser.parse_args(argv)
     route = "chat/completions" if args.stream_chat else "completions"
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
-    floor_port = free_port()
     endpoint_url = f"http://127.0.0.1:{endpoint_port}/v1"
     command = litellm_command()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         answer = CHAT_ANSWER if args.stream_chat else "return a + b\n"
         stack.enter_context(fake_endpoint(endpoint_port, answer, log=workdir / "endpoint.log"))
-        gateway_process = psutil.Process(
-            stack.enter_context(gateway(workdir, gateway_port, endpoint_url)).pid
-        )
-        floor_process = psutil.Process(
-            stack.enter_context(floor_proxy(floor_port, endpoint_url, workdir / "floor.log")).pid
-        )
-        paths = [
-            ("endpoint, direct", f"{endpoint_url}/{route}", "fake-model", "unused"),
-            ("gateway-ls gateway -> endpoint", local_url(gateway_port, route), AUTO, "unused"),
-            ("floor proxy -> endpoint", local_url(floor_port, route), "fake-model", "unused"),
+
+        def served(
+            name: str,
+            port: int,
+            model: str,
+            server: contextlib.AbstractContextManager[subprocess.Popen[bytes]],
+        ) -> Target:
+            started = psutil.Process(stack.enter_context(server).pid)
+            client = stack.enter_context(keep_alive_client("unused"))
+            return Target(name, local_url(port, route), model, client, [], started)
+
+        config = gateway_config(workdir, endpoint_url)
+        floor_port = free_port()
+        targets = [
+            Target(
+                "endpoint, direct",
+                f"{endpoint_url}/{route}",
+                "fake-model",
+                stack.enter_context(keep_alive_client("unused")),
+                [],
+            ),
+            served(
+                "gateway-ls gateway -> endpoint",
+                gateway_port,
+                "gateway-ls",
+                gateway(config, gateway_port),
+            ),
+            served(
+                "floor proxy -> endpoint",
+                floor_port,
+                "fake-model",
+                floor_proxy(floor_port, endpoint_url, workdir / "floor.log"),
+            ),
         ]
+        if args.granian:
+            granian_gateway_port, granian_floor_port = free_port(), free_port()
+            targets += [
+                served(
+                    "gateway-ls gateway, granian",
+                    granian_gateway_port,
+                    "gateway-ls",
+                    granian_server(
+                        "gateway",
+                        granian_gateway_port,
+                        str(config),
+                        workdir / "granian-gateway.log",
+                    ),
+                ),
+                served(
+                    "floor proxy, granian",
+                    granian_floor_port,
+                    "fake-model",
+                    granian_server(
+                        "floor", granian_floor_port, endpoint_url, workdir / "granian-floor.log"
+                    ),
+                ),
+            ]
         if command is not None and not args.stream_chat:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
-            paths.append(
-                ("LiteLLM proxy -> endpoint", local_url(litellm_port), "fake", LITELLM_KEY)
+            targets.append(
+                Target(
+                    "LiteLLM proxy -> endpoint",
+                    local_url(litellm_port),
+                    "fake",
+                    stack.enter_context(keep_alive_client(LITELLM_KEY)),
+                    [],
+                )
             )
-        targets = [
-            Target(name, url, model, stack.enter_context(keep_alive_client(key)), [])
-            for name, url, model, key in paths
-        ]
-        cpu_before = [cpu_s(gateway_process), cpu_s(floor_process)]
         measure(targets, args.requests)
-        gateway_cpu_ms, floor_cpu_ms = (
-            (cpu_s(server) - before) * 1000 / (args.requests + WARMUP_REQUESTS)
-            for server, before in zip((gateway_process, floor_process), cpu_before, strict=True)
-        )
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
     asked = "streamed /v1/chat/completions" if args.stream_chat else "non-streaming /v1/completions"
     print(f"{asked}, {args.requests} requests per path, keep-alive\n")
@@ -225,21 +286,44 @@ def main(argv: list[str] | None = None) -> int:
         f"takes {upstream_p50:.2f} ms; HTTP in and out, parsing and routing the rest"
     )
     print(
-        f"  the gateway's CPU per request: {gateway_cpu_ms:.2f} ms (steadier than wall time on "
-        "a shared machine)"
+        f"  the gateway's CPU per request: {targets[1].cpu_ms:.2f} ms (steadier than wall time "
+        "on a shared machine)"
     )
     print(
-        f"  the floor's CPU per request: {floor_cpu_ms:.2f} ms; the gateway's over the floor's: "
-        f"{gateway_cpu_ms / floor_cpu_ms:.2f}x"
+        f"  the floor's CPU per request: {targets[2].cpu_ms:.2f} ms; the gateway's over the "
+        f"floor's: {targets[1].cpu_ms / targets[2].cpu_ms:.2f}x"
     )
+    if args.granian:
+        print_servers(targets[0], targets[1:5])
     if command is None:
         print("LiteLLM: not installed")
     return 0
 
 
-def cpu_s(server: psutil.Process) -> float:
-    """The process's CPU time so far (user and system), in seconds."""
-    return sum(server.cpu_times()[:2])
+def print_servers(direct: Target, served: list[Target]) -> None:
+    """Each app under each server: added latency over the direct call, CPU per request, and
+    granian's CPU as a share of uvicorn's (`served`: gateway and floor on uvicorn, then on
+    granian)."""
+    gateway, floor, granian_gateway, granian_floor = served
+    rows = [
+        ("gateway-ls", "uvicorn", gateway),
+        ("gateway-ls", "granian", granian_gateway),
+        ("floor", "uvicorn", floor),
+        ("floor", "granian", granian_floor),
+    ]
+    header = f"{'app':<12} {'server':<8} {'+p50 ms':>8} {'+p99 ms':>8} {'CPU ms':>8}"
+    print(f"\nthe two servers, added over the direct call, CPU per request\n{header}")
+    print("-" * len(header))
+    for app, server, target in rows:
+        added_p50 = percentile(target.samples_ms, 0.5) - percentile(direct.samples_ms, 0.5)
+        added_p99 = percentile(target.samples_ms, 0.99) - percentile(direct.samples_ms, 0.99)
+        print(f"{app:<12} {server:<8} {added_p50:>+8.2f} {added_p99:>+8.2f} {target.cpu_ms:>8.2f}")
+    gateway_ratio = granian_gateway.cpu_ms / gateway.cpu_ms
+    floor_ratio = granian_floor.cpu_ms / floor.cpu_ms
+    print(
+        f"granian's CPU per request over uvicorn's: gateway-ls {gateway_ratio:.2f}, "
+        f"floor {floor_ratio:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.harness.busy_machine import one_core_busy
 from bench.harness.percentile import percentile
+from bench.harness.permits import permit_for
 from bench.quality_set import Task, draw_tasks, masked_text, stdlib_root
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.bundled_model import ensure_preset_model, preset_installed
@@ -45,8 +47,6 @@ from lsp_server.backends.local.loading import open_model
 from lsp_server.backends.model_presets import PRESETS, ModelPreset
 from lsp_server.config.model import LocalConfig
 from lsp_server.suggest.prompt import build_completion_request
-from tests.support.busy_machine import one_core_busy
-from tests.support.permits import permit_for
 
 # The keystroke is measured whole: no prompt is cut to a deadline and none ends one.
 NO_DEADLINE_MS = 600_000

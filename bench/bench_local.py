@@ -32,13 +32,13 @@ from typing import Any
 
 import psutil
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.bundled_model import ensure_bundled_model
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.loading import open_model
 from lsp_server.config import model as config_module
 from lsp_server.config.model import LocalConfig
-from tests.support.permits import permit_for
 
 THROUGHPUT_PROMPT = "# The first 500 prime numbers\nPRIMES = [2, 3, 5, 7, 11, 13, "
 # A real source file as the document being edited; cut so the prompt is a few hundred tokens.
@@ -236,9 +236,9 @@ def _cut_suffix(suffix: str, lines: int | None) -> str:
 
 async def levers(preset_name: str, threads: int, keystrokes: int) -> None:
     """Cold prompt and warm keystrokes per lever, idle and with one core busy, interleaved."""
+    from bench.harness.busy_machine import one_core_busy
     from lsp_server.backends.bundled_model import ensure_preset_model
     from lsp_server.backends.model_presets import PRESETS
-    from tests.support.busy_machine import one_core_busy
 
     load_before = os.getloadavg()[0]
     path = ensure_preset_model(PRESETS[preset_name])

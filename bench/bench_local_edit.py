@@ -48,6 +48,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
+from bench.harness.busy_machine import one_core_busy
+from bench.harness.permits import permit_for
 from bench.next_edit_set import Task, chosen_tasks
 from lsp_server.backends.base import CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
@@ -59,8 +61,6 @@ from lsp_server.nextedit.prompts import edit_call, read_answer
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.text_edits import OffsetEdit
-from tests.support.busy_machine import one_core_busy
-from tests.support.permits import permit_for
 
 RENAME_BEFORE = "def scale(value, factor):\n    result = value * factor\n    return result\n"
 RENAME_AFTER = RENAME_BEFORE.replace("(value,", "(amount,")

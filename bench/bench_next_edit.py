@@ -59,6 +59,7 @@ from pygls.lsp.client import LanguageClient
 from rapidfuzz import fuzz
 
 from bench.harness.bootstrap import paired_bootstrap
+from bench.harness.busy_machine import one_core_busy
 from bench.harness.editor_session import (
     isolated_env,
     logging_client,
@@ -78,7 +79,6 @@ from lsp_server.nextedit.region import (
     REGION_LINES_BEFORE,
     editable_region,
 )
-from tests.support.busy_machine import one_core_busy
 
 COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 SHIPPED_REGION = f"{REGION_LINES_BEFORE}+{REGION_LINES_AFTER}"

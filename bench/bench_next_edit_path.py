@@ -70,6 +70,7 @@ from bench.harness.lsp_session import (
     through_server_ms,
 )
 from bench.harness.percentile import percentile
+from bench.harness.permits import permit_for
 from bench.harness.verdict import verdict
 from lsp_server.backends.base import Backend, ChatRequest, CompletionRequest, EditCall, Usage
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
@@ -82,7 +83,6 @@ from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
 from lsp_server.nextedit.service import NextEditService
 from lsp_server.permit import Permit
-from tests.support.permits import permit_for
 
 TEXT = "compute(a, b)\n"  # what the model endpoint answers
 LINES = 400

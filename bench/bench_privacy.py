@@ -11,11 +11,11 @@ throwaway virtualenv this bench creates; "not installed" otherwise):
   third-party package pinned by version (`FALSE_ALARM_PACKAGE`, installed into the same
   throwaway virtualenv);
 - false alarms in other languages: JavaScript, TypeScript, JSON, YAML, Markdown, shell and Go
-  files from installed packages (`tests/privacy/other_languages.py`; the VS Code client's npm
+  files from installed packages (`bench/other_languages.py`; the VS Code client's npm
   packages need `cd clients/vscode && npm ci` first);
 - outside recall: cases from gitleaks' rule set (`bench/outside_recall.py`), in the sample
   lines gitleaks tests its rules with and alone;
-- recall: the share of the labelled credential corpus (`tests/privacy/credential_corpus.py`,
+- recall: the share of the labelled credential corpus (`bench/credential_corpus.py`,
   every shape the rules know, in the files they are kept in) that is caught: the samples with a
   secret in their text, and all samples (some are credential files known by name only), which
   gateway-ls judges by its whole verdict (content, or the file's name);
@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.credential_corpus import load_corpus, round_three
+from bench.other_languages import other_language_files
 from bench.outside_recall import Case, load_cases
 from lsp_server.cli.table import render_table
 from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS
@@ -50,8 +52,6 @@ from lsp_server.privacy.named_secrets import HEADER_RULES
 from lsp_server.privacy.pattern_rule import PatternRule
 from lsp_server.privacy.policy import SecretMemo, SensitivityPolicy, find_secrets
 from lsp_server.privacy.secret_rules import first_secret
-from tests.privacy.credential_corpus import load_corpus, round_three
-from tests.privacy.other_languages import other_language_files
 
 SIZE = 16 * 1024
 RUNS = 200

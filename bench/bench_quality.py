@@ -66,6 +66,7 @@ from pygls.lsp.client import LanguageClient
 from rapidfuzz import fuzz
 
 from bench.harness.bootstrap import paired_bootstrap
+from bench.harness.busy_machine import one_core_busy
 from bench.harness.editor_session import (
     inline,
     isolated_env,
@@ -74,14 +75,13 @@ from bench.harness.editor_session import (
     utf16_len,
     wait_until_loaded,
 )
+from bench.harness.llama_server import running_llama_server
 from bench.harness.percentile import percentile
 from bench.quality_set import Task, draw_tasks, masked_text, stdlib_root
 from lsp_server.backends.bundled_model import ensure_preset_model
 from lsp_server.backends.model_presets import DEFAULT_PRESET, preset_named
 from lsp_server.config.model import LocalConfig, RoutingConfig
 from lsp_server.lsp.cursor_report import NOTIFY_CURSOR
-from tests.support.busy_machine import one_core_busy
-from tests.support.llama_server import running_llama_server
 
 DEFAULT_SIZE = {"lines": 16, "spans": 6, "cross_file": 18}
 FULL_SIZE = {"lines": 50, "spans": 20, "cross_file": 75}

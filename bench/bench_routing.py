@@ -50,6 +50,7 @@ import platformdirs
 
 from bench.harness.endpoints import fake_endpoint
 from bench.harness.percentile import percentile
+from bench.harness.permits import permit_for
 from bench.harness.processes import ROOT, free_port, process
 from lsp_server.backends.base import (
     Backend,
@@ -63,7 +64,6 @@ from lsp_server.config.model import Config, EndpointConfig, LocalConfig, Routing
 from lsp_server.permit import Permit
 from lsp_server.routing.inline_race import completion_race
 from lsp_server.routing.router import Router
-from tests.support.permits import permit_for
 
 NAMES = ("alpha", "beta", "gamma")
 MEDIANS_MS = (25.0, 45.0, 80.0)

@@ -39,6 +39,7 @@ import redis.asyncio
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from bench.harness.percentile import percentile
 from bench.harness.processes import free_port, process
+from bench.harness.redis_server import RedisServer
 from lsp_server.backends.base import (
     Backend,
     BackendError,
@@ -52,7 +53,6 @@ from lsp_server.permit import Permit
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.redis_link import RedisLink, breaker_key
 from lsp_server.routing.router import Router
-from tests.support.redis_server import RedisServer
 
 TARGET_ADDED_P50_MS = 0.2
 TARGET_PROPAGATION_S = 1.0

@@ -76,12 +76,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench import team_trace
 from bench.harness.percentile import percentile
 from bench.harness.processes import free_port, process, started_on
+from bench.harness.redis_server import RedisServer
 from bench.litellm_proxy import MASTER_KEY, Unavailable, litellm_proxy
 from bench.team_upstream import SCRIPTED_HEADER
 from lsp_server import json_codec
 from lsp_server.backends.http_client import CancellationSafeTransport
 from lsp_server.event_loop import run_on_fastest_loop
-from tests.support.redis_server import RedisServer
 
 EDITORS = 50
 AGENTS = 200

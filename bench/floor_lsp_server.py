@@ -23,6 +23,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.config.model import EndpointConfig
@@ -31,7 +32,6 @@ from lsp_server.lsp.stdio_transport import serve_stdio
 from lsp_server.nextedit.prompts import edit_call
 from lsp_server.nextedit.region import editable_region
 from lsp_server.nextedit.request import EditRequest
-from tests.support.permits import permit_for
 
 NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
 

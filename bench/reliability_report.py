@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_server.cli.table import render_table
-from tests.support.report import REPORT_ENV
 
+REPORT_ENV = "GATEWAY_LS_REPORT"  # the JSON-lines file the scenarios append their rows to
 RELIABILITY_TESTS = (
     "tests/reliability",
     "tests/lsp/test_lsp_fuzz.py",

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.redis_server import RedisServer
 from tests.model_fixtures import bundled_model_path, local_backend
 from tests.support.real_tools import require_redis_server, skip_uninstalled
-from tests.support.redis_server import RedisServer
 
 __all__ = ["bundled_model_path", "fake_endpoint", "local_backend", "redis_server"]
 

@@ -246,6 +246,35 @@ def test_test_modules_import_helpers_from_tests_support_only() -> None:
     assert not offenders, "\n".join(offenders)
 
 
+BENCH = TESTS.parent / "bench"
+
+
+def test_benches_import_nothing_from_the_tests() -> None:
+    """The harness both use (fake upstream, processes, permits, Redis and llama.cpp servers)
+    lives in `bench/harness`; the tests import it, never the other way round, so a bench runs
+    from a tree without its tests."""
+    offenders = []
+    for module in BENCH.rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            constants = (
+                [node.value]
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                else []
+            )
+            # a module run as `python -m tests.…` is named in a string
+            for name in names + [c for c in constants if c.startswith("tests.")]:
+                if name == "tests" or name.startswith("tests."):
+                    offenders.append(f"{module.relative_to(BENCH.parent)}: {name}")
+    assert not offenders, "\n".join(offenders)
+
+
 # -- the one door out ---------------------------------------------------------------------------
 
 # The backend methods that make a call, which take the gate's permit (`lsp_server/permit.py`).

@@ -1,5 +1,6 @@
 """The servers more than one benchmark puts behind or in front of gateway-ls, each in a process
-of its own: the fake model endpoint and the floor proxy, and the client that calls them."""
+of its own: the fake model endpoint, the floor proxy and the apps served by granian, and the
+client that calls them."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ def floor_proxy(
     """`bench/floor_proxy.py` on 127.0.0.1:`port` in front of `endpoint_url`."""
     args = [sys.executable, "-m", "bench.floor_proxy", str(port), endpoint_url]
     return process([*args, "--team"] if team else args, f"http://127.0.0.1:{port}/healthz", log)
+
+
+def granian_server(
+    app: str, port: int, target: str, log: Path | None = None
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """`bench/granian_server.py` serving `app` on 127.0.0.1:`port`: "gateway" (`target`: its
+    configuration file) or "floor" (`target`: the endpoint's URL)."""
+    args = [sys.executable, "-m", "bench.granian_server", app, str(port), target]
+    return process(args, f"http://127.0.0.1:{port}/healthz", log)
 
 
 def keep_alive_client(api_key: str) -> httpx.Client:

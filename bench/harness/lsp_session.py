@@ -18,11 +18,11 @@ from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import JsonRPCResponseMessage, LanguageServerProtocol, default_converter
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.openai_compat import OpenAICompatibleBackend
 from lsp_server.lsp.protocol import DispatchByClass, JsonCodecWriting
 from lsp_server.lsp.stdio_transport import read_messages
-from tests.support.permits import permit_for
 
 
 def capabilities() -> types.ClientCapabilities:

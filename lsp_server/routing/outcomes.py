@@ -161,6 +161,18 @@ class Outcomes:
         if not endpoint.is_local and self.shared is not None and not endpoint.edit_view:
             self.shared.observed_censored(endpoint.name, at_least_ms, first_token_ms=first_token_ms)
 
+    # -- a peer's verdicts (`shared_state`) -----------------------------------------------------
+
+    def peer_opened(self, endpoint: Endpoint, open_for_s: float) -> None:
+        """Another gateway saw `endpoint` fail and probes it: hold it open meanwhile."""
+        endpoint.breaker.hold_open(open_for_s)
+
+    def peer_closed(self, endpoint: Endpoint) -> None:
+        """Another gateway's probe found `endpoint` answering: closed, as after a success of
+        this process's own, and the outage's errors forgiven."""
+        endpoint.breaker.close()
+        endpoint.stats.forgive_errors()
+
     def not_asked(self, *, endpoint: Endpoint) -> None:
         """A candidate allowed through its breaker as a probe but never asked."""
         endpoint.breaker.release()

@@ -94,7 +94,7 @@ class Router:
     def share_state(self) -> SharedState:
         """Start telling a `SharedState` what this router observes, and hearing its peers'."""
         if self.shared is None:
-            self.shared = SharedState(self.pool)
+            self.shared = SharedState(self.pool, self.outcomes)
             self.budget.peers = self.shared
             self.outcomes.shared = self.shared
         return self.shared

@@ -17,7 +17,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool
 from lsp_server.routing.shared_wire import Sample, SampleKind, Update
@@ -26,10 +26,20 @@ from lsp_server.routing.stats_snapshot import StatsSnapshot, merge
 MAX_PENDING_SAMPLES = 2000  # kept while the store is unreachable; the oldest go first
 
 
+class PeerVerdicts(Protocol):
+    """Where a peer's breaker verdicts go: the outcome recorder, which alone changes a breaker
+    for a verdict, whoever reached it."""
+
+    def peer_opened(self, endpoint: Endpoint, open_for_s: float) -> None: ...
+
+    def peer_closed(self, endpoint: Endpoint) -> None: ...
+
+
 class SharedState:
-    def __init__(self, pool: EndpointPool) -> None:
+    def __init__(self, pool: EndpointPool, verdicts: PeerVerdicts) -> None:
         self.process = secrets.randbits(62)
         self._pool = pool
+        self._verdicts = verdicts
         self._samples: deque[Sample] = deque(maxlen=MAX_PENDING_SAMPLES)
         self._opened_until: dict[str, float] = {}  # endpoint -> monotonic time it reopens
         self._closed: set[str] = set()
@@ -105,14 +115,13 @@ class SharedState:
             self.merge_breaker(name, seconds)
         for name in update.closed:
             if (endpoint := self._remote(name)) is not None:
-                endpoint.breaker.close()
-                endpoint.stats.forgive_errors()
+                self._verdicts.peer_closed(endpoint)
         self.peer_inline += update.inline
         self.peer_hedged += update.hedged
 
     def merge_breaker(self, name: str, open_for_s: float) -> None:
         if (endpoint := self._remote(name)) is not None:
-            endpoint.breaker.hold_open(open_for_s)
+            self._verdicts.peer_opened(endpoint, open_for_s)
 
     def merge_samples(self, samples: Iterable[Sample]) -> None:
         for sample in samples:

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.permits import permit_for
 from lsp_server.backends.anthropic import AnthropicBackend, stream_error
 from lsp_server.backends.base import (
     BackendError,
@@ -21,7 +22,6 @@ from lsp_server.backends.base import (
 from lsp_server.backends.fim_instruction import CURSOR_MARKER
 from lsp_server.config.model import EndpointConfig
 from lsp_server.failures import FailureKind
-from tests.support.permits import permit_for
 
 KEY_ENV = "GATEWAY_LS_TEST_ANTHROPIC_KEY"
 KEY = "sk-ant-test-0123456789abcdefghij"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.local import auto_choice, machine_fit
 from lsp_server.backends.local.auto_choice import MISSES_TO_STEP_DOWN
@@ -22,7 +23,6 @@ from lsp_server.backends.model_presets import (
     QWEN_CODER_1_5B,
 )
 from lsp_server.config.model import LocalConfig
-from tests.support.permits import permit_for
 from tests.support.real_tools import bundled_model_package, require_preset
 
 # Kept figures under which Gemma and the 0.5B fit the deadline and the 1.5B does not, whatever

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest, ContextChunk
 from lsp_server.backends.context_prompt import path_comment, path_comment_blocks
 from lsp_server.backends.factory import remote_backend
-from tests.support.permits import permit_for
 from tests.support.provider_endpoints import KEY, collect, endpoint
 
 DEFINITION = ContextChunk(

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import pytest
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import ChatMessage, CompletionRequest, EditCall, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.copy_decoding import PromptLookup
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
 from lsp_server.nextedit.chat_format import read_chat_answer
-from tests.support.permits import permit_for
 from tests.support.real_tools import require_preset
 
 # A prompt as token ids: an instruction (1, 2), then a region (10 ... 17) that holds the run

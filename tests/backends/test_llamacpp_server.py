@@ -1,5 +1,5 @@
 """llama.cpp's own server as a remote endpoint (`kind = "llamacpp"`): the real `llama-server`
-(`tests.support.llama_server`) serving the Qwen2.5-Coder 0.5B preset, whose vocabulary has the
+(`bench.harness.llama_server`) serving the Qwen2.5-Coder 0.5B preset, whose vocabulary has the
 fill-in-the-middle and repository tokens `/infill` needs (the bundled Gemma has none). Reached
 from an editor over LSP, through `/infill` with the open files as `input_extra`; from the
 official `openai` client through the gateway; for a refactor; and for next edits in the raw
@@ -27,17 +27,17 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from bench.harness.llama_server import last_generated, last_prompt, running_llama_server
+from bench.harness.processes import free_port
 from bench.harness.processes import stop as stop_process
 from lsp_server.backends.bundled_model import ensure_preset_model
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from tests.support.config_text import LOCAL_OFF
 from tests.support.edit_client import record_applied_edits
 from tests.support.gateway_process import running_gateway
-from tests.support.llama_server import last_generated, last_prompt, running_llama_server
 from tests.support.lsp_session import inline_completion, lsp_session, open_document, server_status
 from tests.support.mercury_session import SOURCE as SCALE_SOURCE
 from tests.support.mercury_session import next_edit, rename_in_signature
-from tests.support.ports import free_port
 from tests.support.real_tools import require_llama_server, require_preset
 
 pytestmark = pytest.mark.model

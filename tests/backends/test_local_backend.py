@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -21,7 +22,6 @@ from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.local.prompt_steps import STEP_TOKENS
 from lsp_server.config.model import LocalConfig
 from lsp_server.failures import FailureKind
-from tests.support.permits import permit_for
 
 DOCUMENT = '''import math
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest, Usage
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.config.model import LocalConfig
-from tests.support.permits import permit_for
 
 pytestmark = pytest.mark.model
 

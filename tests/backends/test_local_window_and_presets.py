@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import CompletionRequest
 from lsp_server.backends.bundled_model import preset_model_path
 from lsp_server.backends.local.backend import LocalBackend
 from lsp_server.backends.model_presets import QWEN_CODER_0_5B
 from lsp_server.config.model import LocalConfig
-from tests.support.permits import permit_for
 
 LONG_FILE = "".join(f"value_{i} = compute({i}, scale=2)\n" for i in range(400))
 

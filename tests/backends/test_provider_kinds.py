@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.permits import permit_for
 from lsp_server.backends.base import (
     BackendError,
     ChatMessage,
@@ -19,7 +20,6 @@ from lsp_server.backends.factory import remote_backend
 from lsp_server.config.loader import ConfigError
 from lsp_server.config.providers import chat_path, fim_path
 from lsp_server.failures import FailureKind
-from tests.support.permits import permit_for
 from tests.support.provider_endpoints import KEY, collect, endpoint
 
 ANSWER = "return a + b\n"

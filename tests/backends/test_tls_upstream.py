@@ -14,6 +14,7 @@ import pytest
 import trustme
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.permits import permit_for
 from lsp_server.backends import http_client
 from lsp_server.backends.base import (
     BackendError,
@@ -25,7 +26,6 @@ from lsp_server.backends.base import (
 from lsp_server.backends.factory import remote_backend
 from lsp_server.event_loop import run_on_fastest_loop
 from lsp_server.failures import FailureKind
-from tests.support.permits import permit_for
 from tests.support.provider_endpoints import collect, endpoint
 
 ANSWER = "return a + b\n"

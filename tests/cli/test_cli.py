@@ -238,7 +238,9 @@ def test_doctor_under_offline_always_calls_no_remote_and_says_why(tmp_path: Path
 
 async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
     with FakeLLMServer(Behaviour(text="pass\n")) as endpoint:
-        config = LOCAL_OFF + endpoint_toml("fast", endpoint.base_url)
+        # A far deadline: the keystroke comes as the server starts, and must be routed.
+        routing = "[routing]\ninline_deadline_ms = 20000\nhedge_after_ms = 19000\n"
+        config = routing + LOCAL_OFF + endpoint_toml("fast", endpoint.base_url)
         async with lsp_session(tmp_path, config_text=config) as client:
             uri = (tmp_path / "s.py").as_uri()
             open_document(client, uri, "def f():\n    \n")
@@ -253,7 +255,7 @@ async def test_stats_reads_a_running_server(tmp_path: Path) -> None:
                 await asyncio.sleep(0.2)
             assert result.returncode == 0, result.stderr
             assert "fast" in result.stdout and "healthy" in result.stdout
-            assert "last decisions" in result.stdout
+            assert "last decisions" in result.stdout and "config-order" in result.stdout
     after = gateway_ls(tmp_path, "stats")  # the server has exited: its file is gone
     assert after.returncode == 1 and "no running gateway-ls server" in after.stderr
 

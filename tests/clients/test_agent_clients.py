@@ -1,6 +1,6 @@
 """Real agent clients complete a tool round trip through the gateway exactly as they do directly.
 
-Each client runs twice against the same scripted tool-using model (tests/support/scripted_agent.py):
+Each client runs twice against the same scripted tool-using model (bench/harness/scripted_agent.py):
 once pointed at the model itself, once at `gateway-ls gateway` in front of it. The model asks
 for a tool, the client runs it and sends the result back, and the model answers with what the
 tool said. Each test asserts that round trip (which tool, which arguments, what came back, the
@@ -31,10 +31,10 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from openai.types.shared_params import FunctionDefinition
 
+from bench.harness.scripted_agent import ScriptedAgentServer, ToolCallPlan, ToolScript
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.real_tools import tool_missing
-from tests.support.scripted_agent import ScriptedAgentServer, ToolCallPlan, ToolScript
 
 REPO = Path(__file__).resolve().parents[2]
 CODEX = REPO / ".tools" / "codex" / "node_modules" / ".bin" / "codex"

@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from bench.harness.busy_machine import one_core_busy
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.model_presets import DEFAULT_PRESET, QWEN_CODER_0_5B
-from tests.support.busy_machine import one_core_busy
 from tests.support.lsp_session import endpoint_toml, one_endpoint_config, server_env
 from tests.support.mercury_upstream import finish_the_rename
 from tests.support.real_tools import require_preset, tool_missing

@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
+from bench.harness.busy_machine import one_core_busy
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.processes import free_port
 from lsp_server.backends.model_presets import PRESETS, QWEN_CODER_0_5B
-from tests.support.busy_machine import one_core_busy
 from tests.support.mercury_upstream import finish_the_rename
-from tests.support.ports import free_port
 from tests.support.real_tools import require_preset, tool_missing
 
 REPO = Path(__file__).resolve().parents[2]

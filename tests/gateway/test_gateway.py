@@ -23,6 +23,7 @@ import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.processes import free_port
 from lsp_server.gateway.fim_prompt import split_fim_prompt
 from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
 from tests.support.gateway_process import (
@@ -31,7 +32,6 @@ from tests.support.gateway_process import (
     running_gateway,
 )
 from tests.support.lsp_session import endpoint_toml, server_env
-from tests.support.ports import free_port
 
 GENEROUS = "[routing]\ninline_deadline_ms = 3000\nhedge_after_ms = 150\n"
 BOTH_ROLES = '["inline", "refactor"]'

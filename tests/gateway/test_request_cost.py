@@ -19,12 +19,12 @@ import pytest
 import uvicorn
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.processes import free_port
 from lsp_server.config.loader import parse_config_text
 from lsp_server.core.engine import Engine
 from lsp_server.gateway.app import create_app
 from lsp_server.gateway.slow_clients import BodyDeadline, head_timeout_protocol
 from tests.support.lsp_session import endpoint_toml
-from tests.support.ports import free_port
 
 REQUESTS = 20
 ROUNDS = 5

@@ -16,10 +16,10 @@ import pytest
 from openai.types.responses import FunctionToolParam
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 from tests.support.config_text import AWS_KEY_ID, LOCAL_OFF
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
-from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 from tests.support.weather_agent import (
     ANSWER_AFTER_TOOL,
     ANTHROPIC_KEY,

@@ -24,6 +24,8 @@ import pytest
 import redis
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.redis_server import RedisServer
+from bench.harness.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 from tests.support.edit_prompts import (
     KEY_ENV,
     RENAMED,
@@ -34,8 +36,6 @@ from tests.support.edit_prompts import (
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
 from tests.support.mercury_upstream import finish_the_rename
-from tests.support.redis_server import RedisServer
-from tests.support.scripted_agent import ScriptedAgentServer, ToolScript, call_tool
 from tests.support.team_ledger import PRICE, TOKENS, auth, settled
 
 ENV = {**TOKENS, **KEY_ENV}

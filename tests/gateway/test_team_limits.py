@@ -26,11 +26,11 @@ import pytest
 import redis
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.redis_server import RedisServer
 from lsp_server.limits.shared_store import LEASE_S
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
 from tests.support.metrics_scrape import scrape, value
-from tests.support.redis_server import RedisServer
 from tests.support.team_ledger import PRICE, TOKENS, auth, settled
 
 ROUTING = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n[local]\nenabled = false\n"

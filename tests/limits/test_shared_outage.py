@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import redis
 
+from bench.harness.redis_server import RedisServer
 from lsp_server.limits import shared_store
 from lsp_server.limits.limiter import Limiter
 from lsp_server.limits.quota import LimitKind, Spent
 from lsp_server.limits.shared_store import LEDGER_KEY, WARM_CONNECTIONS
 from tests.support.limiter import demand, limiter_for
-from tests.support.redis_server import RedisServer
 
 LIMITS = "[gateway.clients.CI]\nbudget_usd = 1\nmax_concurrent = 1\ntpm = 100000\n"
 RESERVED = 116 * 10 + 100 * 20  # demand(chars=200): 116 prompt tokens at 10, 100 at 20

@@ -23,8 +23,8 @@ from pygls.lsp.client import LanguageClient
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.processes import free_port
 from tests.support.lsp_session import endpoint_toml, server_env
-from tests.support.ports import free_port
 
 CONFIG = "[routing]\ninline_deadline_ms = 5000\nhedge_after_ms = 4000\n[local]\nenabled = false\n"
 DOCUMENT = "def add(a, b):\n    \n\nprint(add(1, 2))\n"

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
+from bench.credential_corpus import load_corpus
 from lsp_server.privacy import conversation_memo
 from lsp_server.privacy.conversation_memo import ConversationMemo
 from lsp_server.privacy.secret_rules import first_secret
-from tests.privacy.credential_corpus import load_corpus
 
 pytestmark = pytest.mark.unit
 

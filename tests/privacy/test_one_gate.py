@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.credential_corpus import Sample, load_corpus
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.factory import remote_backend
 from lsp_server.config.loader import load_config_file
@@ -31,7 +32,6 @@ from lsp_server.core.engine import Engine
 from lsp_server.failures import Refused, RouteFailed
 from lsp_server.gateway.app import create_app
 from lsp_server.refactor.service import RefactorFailed
-from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.support.next_edit_engine import LocalStandIn
 
 Route = Literal["inline", "next-edit", "chat", "chat-stream", "responses", "refactor"]

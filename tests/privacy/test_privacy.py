@@ -22,6 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.credential_corpus import Sample, load_corpus
+from bench.other_languages import NODE_MODULES, other_language_files
 from lsp_server.config.model import DEFAULT_SENSITIVE_GLOBS, RoutingConfig
 from lsp_server.privacy.guard import CONTEXT_MARGIN, PrivacyGuard, context_span
 from lsp_server.privacy.policy import (
@@ -33,8 +35,6 @@ from lsp_server.privacy.policy import (
     find_secrets,
     normalize_path,
 )
-from tests.privacy.credential_corpus import Sample, load_corpus
-from tests.privacy.other_languages import NODE_MODULES, other_language_files
 from tests.support.config_text import AWS_KEY_ID
 
 pytestmark = pytest.mark.unit

@@ -27,9 +27,9 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from bench.credential_corpus import Sample, load_corpus
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.privacy.secret_rules import find_secrets
-from tests.privacy.credential_corpus import Sample, load_corpus
 from tests.support.lsp_session import (
     endpoint_toml,
     inline_completion,

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio
 
+from bench.harness.redis_server import RedisServer
 from lsp_server.failures import FailureKind
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.hedge_budget import HEDGE_BURST
@@ -31,7 +32,6 @@ from lsp_server.routing.shared_wire import (
     encode_update,
 )
 from tests.support.real_tools import require_redis_server
-from tests.support.redis_server import RedisServer
 from tests.support.stand_in import REQUEST, StandIn, stand_in_router
 
 KNOWN = {"alpha", "beta"}

@@ -25,10 +25,10 @@ import pytest
 import redis
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from bench.harness.redis_server import RedisServer
 from tests.support.config_text import LOCAL_OFF
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml, server_env
-from tests.support.redis_server import RedisServer
 
 PREFIX = "def add(a, b):\n    "
 SUFFIX = "\n\nprint(add(1, 2))\n"

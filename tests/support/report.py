@@ -17,7 +17,8 @@ from typing import Any
 import psutil
 import pytest
 
-REPORT_ENV = "GATEWAY_LS_REPORT"
+from bench.reliability_report import REPORT_ENV
+
 _MB = 1024 * 1024
 
 

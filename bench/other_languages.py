@@ -13,7 +13,7 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[1]
 NODE_MODULES = REPOSITORY / "clients" / "vscode" / "node_modules"
 GO_SAMPLE = Path(__file__).resolve().parent / "data" / "go-example"
 DEBIAN_SHARE = Path("/usr/share")

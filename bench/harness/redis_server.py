@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.harness.processes import free_port
 from bench.harness.processes import stop as stop_process
-from tests.support.ports import free_port
 
 STARTUP_TIMEOUT_S = 10.0
 

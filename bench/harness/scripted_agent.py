@@ -299,9 +299,9 @@ def _response_events(turn: Turn, model: str, echo: dict[str, Any]) -> list[dict[
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m tests.support.scripted_agent --port N`: a model that calls `get_weather`
+    """`python -m bench.harness.scripted_agent --port N`: a model that calls `get_weather`
     (when offered) and then quotes its result, until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.scripted_agent")
+    parser = argparse.ArgumentParser(prog="python -m bench.harness.scripted_agent")
     parser.add_argument("--port", type=int, default=8002)
     args = parser.parse_args(argv)
     script = ToolScript(call_tool("get_weather", city="Oslo"))

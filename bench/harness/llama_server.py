@@ -26,8 +26,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness.processes import free_port
 from bench.harness.processes import stop as stop_process
-from tests.support.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 120.0
