@@ -2,7 +2,8 @@
 (`bench.harness.llama_server`) serving the Qwen2.5-Coder 0.5B preset, whose vocabulary has the
 fill-in-the-middle and repository tokens `/infill` needs (the bundled Gemma has none). Reached
 from an editor over LSP, through `/infill` with the open files as `input_extra`; from the
-official `openai` client through the gateway; for a refactor; and for next edits in the raw
+official `openai` client through the gateway (a streamed chat relayed as llama-server wrote
+it); for a refactor; and for next edits in the raw
 `sweep` and `zeta` prompts at its `/v1/completions`. The prompt llama.cpp built and the model
 read is taken from the server's `/slots`.
 
@@ -177,6 +178,21 @@ def test_gateway_with_the_openai_client(tmp_path: Path, llama_server: str) -> No
             max_tokens=4,
         )
         assert chat.model == "llama" and chat.choices[0].message.content is not None
+        # Streamed, llama-server's own events are relayed: its id on every chunk, the endpoint
+        # as `model`, and its usage event, which the client asked for, last.
+        chunks = list(
+            client.chat.completions.create(
+                model="gateway-ls",
+                messages=[{"role": "user", "content": "Say hello."}],
+                max_tokens=4,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        assert {c.model for c in chunks} == {"llama"} and len({c.id for c in chunks}) == 1
+        assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        usage = chunks[-1].usage
+        assert usage is not None and 0 < usage.completion_tokens <= 4
         with pytest.raises(openai.NotFoundError):
             client.completions.create(model="gemma", prompt="x")
 
