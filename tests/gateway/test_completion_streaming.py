@@ -4,7 +4,8 @@ add up to the answer the same upstream text gets without streaming.
 The cleaner is checked on its own for the cases where post-processing must hold text back (a
 stop string across chunk boundaries, a suggestion that runs into the code after the cursor, a
 single-line suggestion, an echo of the line before the cursor, CRLF); the gateway end to end
-with the official `openai` client against a slow streaming upstream.
+with the official `openai` client against a slow streaming upstream, a stop string it applies
+itself included (a cleaned completion is rewritten, never relayed).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 
+import httpx
 import pytest
 from openai.types import Completion
 
@@ -152,6 +154,27 @@ def test_text_reaches_the_client_while_the_upstream_still_writes(
     finishing = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert [c.choices[0].finish_reason for c in finishing] == [whole.choices[0].finish_reason]
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+
+
+def test_a_stop_string_the_gateway_applies_still_cuts_the_rewritten_stream(
+    gateway: Gateway, dripping: FakeLLMServer
+) -> None:
+    # The upstream gets the first four stop strings; the fifth is the gateway's to apply.
+    stops = ["x1", "x2", "x3", "x4", "+= 3"]
+    dripping.quiet()
+    stream = gateway.client().completions.create(
+        model="gateway-ls",
+        prompt=PY_PREFIX,
+        suffix=PY_SUFFIX,
+        max_tokens=64,
+        stream=True,
+        stop=stops,
+    )
+    text = "".join(chunk.choices[0].text for chunk in stream if chunk.choices)
+    assert dripping.requests[-1].payload["stop"] == stops[:4]
+    assert text.startswith("total += 1\n    total += 2") and "+= 3" not in text
+    metrics = httpx.get(f"{gateway.root_url}/metrics", timeout=10).text
+    assert 'gateway_ls_streamed_answers_total{path="rewrite"}' in metrics
 
 
 def _tracked(
