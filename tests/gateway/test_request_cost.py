@@ -146,6 +146,7 @@ async def test_a_chat_answer_makes_two_tasks_and_few_timers(upstream: FakeLLMSer
 
 async def test_a_streamed_chat_makes_three_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
     # The server's task, the routed call's (it feeds the stream the server's task writes), and
-    # one watch of the client from the wait for the first piece to the stream's end.
+    # one watch of the client from the wait for the first piece to the stream's end. The
+    # upstream is `openai`: its events are relayed, within the bounds their rewriting kept.
     tasks, timers = await per_request(upstream, {**CHAT, "stream": True})
     assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
