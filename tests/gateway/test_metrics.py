@@ -10,7 +10,7 @@ from lsp_server.gateway.metrics import GatewayMetrics
 
 def test_each_endpoints_breaker_is_read_from_its_health_when_scraped() -> None:
     health = [("a", "healthy"), ("b", "degraded"), ("c", "half_open"), ("d", "open")]
-    metrics = GatewayMetrics(lambda: health)
+    metrics = GatewayMetrics(lambda: health, list)
     text = generate_latest(metrics.registry).decode()
     states = {
         sample.labels["endpoint"]: sample.value
