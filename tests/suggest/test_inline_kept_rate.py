@@ -82,8 +82,13 @@ async def accepted_then(tmp_path: Path, after_acceptance: str) -> dict[str, Any]
             elif after_acceptance == "retyped":
                 engine.next_edits.changed(URI, inserted.replace("a + b", "total"), 1)
             await asyncio.sleep(WINDOW_S * 3)
-            status = engine.router.status()
-            return next(e["inline"] for e in status["endpoints"] if e["name"] == "fast")
+            endpoints = engine.router.status()["endpoints"]
+            inline = next(e["inline"] for e in endpoints if e["name"] == "fast")
+            # What `/metrics` reads: offered, accepted, characters kept and inserted.
+            counts = engine.router.suggestion_counts()
+            assert counts[0][:4] == ("fast", "inline", 1, 1)
+            assert counts[0][5] == len(SUGGESTION)
+            return dict(inline)
         finally:
             await engine.aclose()
 
