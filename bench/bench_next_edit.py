@@ -21,7 +21,9 @@ asks after each pause in typing does, and the last request is the one timed and 
 `--rejoin off` has the local model write its rewritten region out whole; `--read-ahead off`
 keeps it from reading a prepared prompt while typing pauses; `--eagerness` sets
 `routing.edit_eagerness`, how much the filter between the model and the screen drops
-(`nextedit/edit_filter.py`).
+(`nextedit/edit_filter.py`). The levels differ in the filter alone, so each task is predicted
+once, by a server at `high` (which passes what the others pass), and the filter's verdict at
+every level on that prediction (bench/next_edit_server.py writes them down) scores each level.
 
 Scores: exact match (the document after the proposed edit is the document after the commit's
 next hunk, trailing whitespace aside); edit similarity of the changed lines (rapidfuzz's
@@ -50,7 +52,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -255,17 +257,46 @@ def _applied(text: str, edit: Mapping[str, Any]) -> str:
     return text[:start] + str(edit["text"]) + text[end:]
 
 
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """One task asked of a server at `high`: the document after the edit it proposed, its
+    times, and the filter's verdict at each level on that edit (None: it proposed none)."""
+
+    predicted: str
+    cold_ms: float
+    warm_ms: float | None
+    verdicts: dict[str, str | None] | None
+
+    def outcome(self, task: Task, condition: Condition) -> Outcome:
+        """The outcome at `condition`'s eagerness: the edit, or none where its level drops it."""
+        dropped = self.verdicts is not None and self.verdicts[condition.eagerness] is not None
+        predicted = task.document if dropped else self.predicted
+        reach = reaches(task, condition.before, condition.after)
+        return Outcome(task, predicted, self.cold_ms, self.warm_ms, reach)
+
+
+def _verdicts_since(path: Path, seen: int) -> dict[str, str | None] | None:
+    """The last verdicts written to `path` after its first `seen` lines."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if len(lines) > seen else None
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines()) if path.exists() else 0
+
+
 async def _ask(
     client: LanguageClient,
     task: Task,
     folder: Path,
-    condition: Condition,
+    verdicts: Path,
     warm: bool,
     editor_pause_s: float = 0.0,
-) -> Outcome:
+) -> Asked:
     """`editor_pause_s`: ask as an editor that asks after each pause in typing does, that long
     after each change (the earlier answers unused); else each change follows the one before at
-    once and the one request comes right after the last."""
+    once and the one request comes right after the last. `verdicts`: where the server writes
+    the filter's verdicts."""
     path = folder / task.path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(task.opened, encoding="utf-8")
@@ -280,9 +311,11 @@ async def _ask(
                 await _inline_edit(client, path, version, text, step.cursor)
     assert text == task.document
 
+    seen = _lines(verdicts)
     start = time.perf_counter()
     predicted = await _inline_edit(client, path, version, text, task.cursor)
     cold_ms = (time.perf_counter() - start) * 1000
+    judged = _verdicts_since(verdicts, seen)
     warm_ms = None
     if warm:
         start = time.perf_counter()
@@ -293,8 +326,7 @@ async def _ask(
             text_document=types.TextDocumentIdentifier(uri=path.as_uri())
         )
     )
-    reach = reaches(task, condition.before, condition.after)
-    return Outcome(task, predicted, cold_ms, warm_ms, reach)
+    return Asked(predicted, cold_ms, warm_ms, judged)
 
 
 def config_text(condition: Condition, args: argparse.Namespace) -> str:
@@ -305,40 +337,46 @@ def config_text(condition: Condition, args: argparse.Namespace) -> str:
     )
 
 
-async def run_condition(
-    condition: Condition,
+async def run_levels(
+    levels: Sequence[Condition],
     chosen: Sequence[Task],
     args: argparse.Namespace,
     workdir: Path,
-    outcomes: list[Outcome],
+    results: dict[str, list[Outcome]],
     after_each: Callable[[], None],
 ) -> None:
-    """Each task in a server of its own: the edit history spans a workspace's documents and
-    the context store remembers what was viewed, so one server would show a task the edits and
-    files of the tasks before it."""
+    """`levels`: conditions that differ in their eagerness alone, each task predicted once for
+    all of them, by a server at `high`. Each task in a server of its own: the edit history
+    spans a workspace's documents and the context store remembers what was viewed, so one
+    server would show a task the edits and files of the tasks before it."""
+    asking = replace(levels[0], eagerness="high")
     for index, task in enumerate(chosen):
-        home = workdir / condition.label.replace(" ", "_") / f"t{index}"
-        async with _server(condition, args, home) as client:
+        home = workdir / asking.label.replace(" ", "_") / f"t{index}"
+        verdicts = home / "verdicts.jsonl"
+        async with _server(asking, args, home, verdicts) as client:
             warm = index < args.warm
-            outcome = await _ask(
-                client, task, home / "ws", condition, warm, args.editor_pause_ms / 1000
+            asked = await _ask(
+                client, task, home / "ws", verdicts, warm, args.editor_pause_ms / 1000
             )
-        outcomes.append(outcome)
+        for condition in levels:
+            outcome = asked.outcome(task, condition)
+            results[condition.label].append(outcome)
+            if args.verbose:
+                print(
+                    f"  {condition.label} {task.kind} {task.key} exact={outcome.exact} "
+                    f"sim={outcome.similarity:.2f} edited={outcome.edited} "
+                    f"cold={outcome.cold_ms:.0f}",
+                    file=sys.stderr,
+                )
         after_each()
-        if args.verbose:
-            print(
-                f"  {condition.label} {task.kind} {task.key} exact={outcome.exact} "
-                f"sim={outcome.similarity:.2f} edited={outcome.edited} "
-                f"cold={outcome.cold_ms:.0f}",
-                file=sys.stderr,
-            )
 
 
 @contextlib.asynccontextmanager
 async def _server(
-    condition: Condition, args: argparse.Namespace, home: Path
+    condition: Condition, args: argparse.Namespace, home: Path, verdicts: Path
 ) -> AsyncIterator[LanguageClient]:
-    """A `gateway-ls serve` for `condition`, its local model loaded."""
+    """A `gateway-ls serve` for `condition`, its local model loaded, writing the filter's
+    verdicts to `verdicts`."""
     workspace = home / "ws"
     workspace.mkdir(parents=True)
     config = home / "config.toml"
@@ -352,6 +390,7 @@ async def _server(
         str(condition.context),
         "rejoin" if condition.rejoin else "whole",
         "ahead" if condition.read_ahead else "not-ahead",
+        str(verdicts),
     )
     await client.start_io(
         sys.executable,
@@ -576,6 +615,14 @@ def conditions(args: argparse.Namespace) -> list[Condition]:
     return chosen
 
 
+def by_levels(plan: Sequence[Condition]) -> list[list[Condition]]:
+    """The conditions grouped by all but their eagerness, in the plan's order."""
+    groups: dict[Condition, list[Condition]] = {}
+    for condition in plan:
+        groups.setdefault(replace(condition, eagerness="high"), []).append(condition)
+    return list(groups.values())
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
     chosen = chosen_tasks(args.limit)
     plan = conditions(args)
@@ -594,18 +641,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[Outcome]]:
         if not args.no_busy:
             stack.enter_context(one_core_busy())
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-nextedit-")))
-        for condition in plan:
+        for levels in by_levels(plan):
             started = time.perf_counter()
-            results[condition.label] = []
-            await run_condition(
-                condition,
-                chosen,
-                args,
-                workdir,
-                results[condition.label],
-                lambda: save(args, results),
-            )
-            print(f"  {condition.label}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            results.update({condition.label: [] for condition in levels})
+            await run_levels(levels, chosen, args, workdir, results, lambda: save(args, results))
+            names = ", ".join(condition.label for condition in levels)
+            print(f"  {names}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print(
         f"load average after {os.getloadavg()[0]:.2f}; <=dl: cold within the shipped "
         f"local.deadline_ms, {SHIPPED_DEADLINE_MS} ms; reach: of the region of the condition "

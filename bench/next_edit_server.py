@@ -3,18 +3,31 @@ bench_next_edit.py can compare sizes the settings do not expose; everything else
 server.
 
     python -m bench.next_edit_server LINES_BEFORE LINES_AFTER HISTORY_EDITS CONTEXT_LINES \
-        rejoin|whole ahead|not-ahead serve --config ...
+        rejoin|whole ahead|not-ahead VERDICTS|- serve --config ...
+
+With a VERDICTS file, each proposed edit the filter judges adds a line to it: the filter's
+verdict at every `routing.edit_eagerness` level (JSON, the level's reason to drop it or null),
+so that one prediction is scored at every level.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import get_args
 from unittest import mock
 
 from lsp_server.backends.base import EditCall
 from lsp_server.cli.main import main
-from lsp_server.nextedit import history, prompts, region, service
+from lsp_server.config.model import EditEagerness
+from lsp_server.nextedit import edit_filter, history, prompts, region, service
+from lsp_server.nextedit.request import EditRequest
+from lsp_server.text_edits import OffsetEdit
+
+_verdict = edit_filter.EditFilter.verdict
 
 
 def sized(
@@ -40,7 +53,27 @@ def _no_read_ahead(self: service.NextEditService, call: EditCall) -> None:
     """In place of `NextEditService._read_ahead_locally`."""
 
 
+def record_verdicts(path: Path) -> None:
+    def every_level(
+        self: edit_filter.EditFilter,
+        request: EditRequest,
+        edits: Sequence[OffsetEdit],
+        eagerness: EditEagerness,
+    ) -> str | None:
+        """In place of `EditFilter.verdict`: the verdict at each level, written down."""
+        verdicts = {
+            level: _verdict(self, request, edits, level) for level in get_args(EditEagerness)
+        }
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(verdicts) + "\n")
+        return verdicts[eagerness]
+
+    mock.patch.object(edit_filter.EditFilter, "verdict", every_level).start()
+
+
 if __name__ == "__main__":
-    before, after, edits, context, answer, ahead, *rest = sys.argv[1:]
+    before, after, edits, context, answer, ahead, verdicts, *rest = sys.argv[1:]
     sized(int(before), int(after), int(edits), int(context), answer == "rejoin", ahead == "ahead")
+    if verdicts != "-":
+        record_verdicts(Path(verdicts))
     raise SystemExit(main(rest))

@@ -122,13 +122,18 @@ def tasks(path: Path = DATA) -> list[Task]:
 
 
 def _steps(record: Record, count: int) -> list[Step]:
-    """The first `count` hunks as changes of the document as it stands after the ones before."""
+    """The first `count` hunks as changes of the document as it stands after the ones before.
+    A deletion leaves the cursor at the start of the line after it, or at the document's end
+    when it deleted the last lines."""
     steps, shift = [], 0
     for hunk in record.hunks[:count]:
         start, end = hunk.start + shift, hunk.end + shift
-        cursor = (start + len(hunk.new) - 1, len(hunk.new[-1])) if hunk.new else (start, 0)
-        steps.append(Step(start, end, hunk.new, cursor))
         shift += len(hunk.new) - (hunk.end - hunk.start)
+        last_line = len(record.base) + shift - 1
+        cursor = (start + len(hunk.new) - 1, len(hunk.new[-1])) if hunk.new else (start, 0)
+        if cursor[0] > last_line:
+            cursor = (last_line, 0)
+        steps.append(Step(start, end, hunk.new, cursor))
     return steps
 
 

@@ -96,7 +96,7 @@ async def _serve(
     state_password: str | None,
 ) -> None:
     engine = Engine.for_process(config, on_model_progress=StderrProgress())
-    metrics = GatewayMetrics(engine.router.endpoint_health)
+    metrics = GatewayMetrics(engine.router.endpoint_health, engine.router.suggestion_counts)
     link = None
     if config.gateway.state_url:
         link = RedisLink(config.gateway.state_url, state_password, engine.router.share_state())

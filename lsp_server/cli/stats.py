@@ -137,6 +137,9 @@ def format_status(status: dict[str, Any]) -> str:
     if isinstance(shared, dict):
         parts.append(format_shared_state(shared))
     parts += ["", endpoints]
+    inline = format_inline_outcomes(status)
+    if inline:
+        parts += ["", inline]
     edits = format_edit_traffic(status)
     if edits:
         parts += ["", edits]
@@ -147,6 +150,30 @@ def format_status(status: dict[str, Any]) -> str:
         parts += ["", render_table(["client", "requests"], rows)]
     parts += ["", f"last decisions:\n{decisions}"]
     return "\n".join(parts)
+
+
+def format_inline_outcomes(status: dict[str, Any]) -> str:
+    """What became of the inline suggestions each endpoint answered: offered, the share the
+    editor reported accepted, and how much of the accepted text was still there a while later
+    (the kept rate); empty until a suggestion was offered."""
+    rows = []
+    for e in status.get("endpoints", []):
+        inline = e.get("inline")
+        if isinstance(inline, dict) and inline.get("offered"):
+            rows.append(
+                (
+                    e.get("name"),
+                    inline.get("offered"),
+                    inline.get("accepted"),
+                    inline.get("acceptance_rate"),
+                    inline.get("kept_rate"),
+                )
+            )
+    if not rows:
+        return ""
+    return "inline suggestions:\n" + render_table(
+        ["inline endpoint", "offered", "accepted", "acceptance", "kept"], rows
+    )
 
 
 def format_edit_traffic(status: dict[str, Any]) -> str:

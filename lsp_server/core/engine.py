@@ -19,6 +19,7 @@ from lsp_server.chat.service import ChatService
 from lsp_server.config.model import Config, EndpointConfig
 from lsp_server.context.store import ContextStore
 from lsp_server.limits.limiter import Limiter
+from lsp_server.nextedit.kept_rate import KEPT_WINDOW_S, KeptRate
 from lsp_server.nextedit.service import NextEditService
 from lsp_server.privacy.guard import PrivacyGuard
 from lsp_server.refactor.service import RefactorService
@@ -39,10 +40,12 @@ class Engine:
         remote_factory: RemoteFactory = remote_backend,
         local_factory: LocalFactory | None = None,
         rng: random.Random | None = None,
+        kept_window_s: float = KEPT_WINDOW_S,
     ) -> None:
         """`stats_file`: where latency estimates persist between runs (None: nowhere);
         the factories make the backends and `rng` draws the router's explorations (tests and
-        benchmarks pass their own)."""
+        benchmarks pass their own); `kept_window_s`: how long after an acceptance (a next
+        edit's, an inline suggestion's) the kept rate is measured."""
         self.router = Router(
             config,
             remote_factory=remote_factory,
@@ -55,11 +58,24 @@ class Engine:
         self.context = ContextStore(
             self.privacy, enabled=lambda: self.router.config.routing.context
         )
-        self.suggestions = SuggestionService(self.router, self.privacy, self.cache, self.context)
+        # The user's edits are followed once, by the next edits' history: the kept rate of
+        # inline suggestions reads it too.
+        self.next_edits = NextEditService(
+            self.router, self.privacy, self.context, kept_window_s=kept_window_s
+        )
+        self.inline_kept = KeptRate(
+            self.next_edits.history, self.router.outcomes.inline_kept, window_s=kept_window_s
+        )
+        self.suggestions = SuggestionService(
+            self.router,
+            self.privacy,
+            self.cache,
+            self.context,
+            on_accepted=self.inline_kept.accepted,
+        )
         self.refactors = RefactorService(self.router, self.privacy)
         self.chats = ChatService(self.router, self.privacy)
         self.pass_through = PassThrough(self.chats)
-        self.next_edits = NextEditService(self.router, self.privacy, self.context)
         # Gateway clients' limits; counted in this process until the gateway shares them.
         self.limits = Limiter(lambda: self.router.config, self._may_answer)
 

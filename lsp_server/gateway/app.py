@@ -88,7 +88,9 @@ def create_app(
 ) -> Starlette:
     """`clients`: the accepted bearer tokens; None or none at all: no token is asked for.
     `metrics`: what `GET /metrics` serves (made here when not given)."""
-    metrics = metrics or GatewayMetrics(engine.router.endpoint_health)
+    metrics = metrics or GatewayMetrics(
+        engine.router.endpoint_health, engine.router.suggestion_counts
+    )
     admit = Admit(engine, metrics.observe)
     gateway = _Gateway(engine, clients, admit)
     return Starlette(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -80,10 +80,15 @@ def outcome_of(status: int) -> str:
 
 # Each endpoint's name and health ("healthy", "degraded", "half_open", "open").
 EndpointHealth = Callable[[], Iterable[tuple[str, str]]]
+# (endpoint, kind, shown, accepted, kept characters, inserted characters) per endpoint and kind
+# of suggestion ("inline", "next_edit").
+SuggestionCounts = Callable[[], Iterable[tuple[str, str, int, int, int, int]]]
 
 
 class GatewayMetrics:
-    def __init__(self, endpoint_health: EndpointHealth) -> None:
+    def __init__(
+        self, endpoint_health: EndpointHealth, suggestion_counts: SuggestionCounts
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         labels = ("endpoint", "task_class")
         self.requests = Counter(
@@ -155,6 +160,7 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.registry.register(_Breakers(endpoint_health))
+        self.registry.register(_Suggestions(suggestion_counts))
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
 
     def observe(self, meter: Meter) -> None:
@@ -215,6 +221,48 @@ class _Breakers(Collector):
         for name, health in self._health():
             family.add_metric((name,), BREAKER_STATES.get(health, 0.0))
         yield family
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+class _Suggestions(Collector):
+    """What became of each endpoint's suggestions, read when scraped: shown (an inline
+    suggestion: offered), accepted, and of the characters accepted ones inserted, those still
+    in the document 30 s later; the kept rate is kept over inserted. A gateway's clients report
+    no acceptance (the OpenAI-shaped routes have no word for it), so its counts are zero."""
+
+    def __init__(self, counts: SuggestionCounts) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ("endpoint", "kind")
+        families = (
+            CounterMetricFamily(
+                "gateway_ls_suggestions_shown",
+                "Suggestions shown per endpoint and kind (inline: offered to the client).",
+                labels=labels,
+            ),
+            CounterMetricFamily(
+                "gateway_ls_suggestions_accepted",
+                "Suggestions the client reported accepted, per endpoint and kind.",
+                labels=labels,
+            ),
+            CounterMetricFamily(
+                "gateway_ls_suggestion_kept_chars",
+                "Characters of accepted suggestions still in the document 30 s after acceptance.",
+                labels=labels,
+            ),
+            CounterMetricFamily(
+                "gateway_ls_suggestion_inserted_chars",
+                "Characters accepted suggestions inserted, counted once measured 30 s later.",
+                labels=labels,
+            ),
+        )
+        for endpoint, kind, *figures in self._counts():
+            for family, figure in zip(families, figures, strict=True):
+                family.add_metric((endpoint, kind), figure)
+        yield from families
 
     def describe(self) -> Iterator[Metric]:
         return iter(())

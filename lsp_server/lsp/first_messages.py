@@ -71,7 +71,16 @@ def _answers() -> tuple[Any, ...]:
     )
     return (
         types.InlineCompletionResponse(
-            id=0, result=types.InlineCompletionList([types.InlineCompletionItem("x", range=span)])
+            id=0,
+            result=types.InlineCompletionList(
+                [
+                    types.InlineCompletionItem(
+                        "x",
+                        range=span,
+                        command=types.Command(title="x", command="x", arguments=["x"]),
+                    )
+                ]
+            ),
         ),
         types.CompletionResponse(id=0, result=types.CompletionList(True, [item])),
     )

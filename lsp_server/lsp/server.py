@@ -11,6 +11,7 @@ items and the local model's loading progress are modules of their own beside thi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,12 @@ from lsp_server.lsp.refactor_command import CMD_REFACTOR, refactor_actions, run_
 
 CMD_SET_OFFLINE = "gatewayLs.setOffline"
 CMD_STATUS = "gatewayLs.status"
+# The command an inline item carries: LSP 3.18 clients run it once they have inserted the item.
+CMD_INLINE_ACCEPTED = "gatewayLs.inlineAccepted"
+INLINE_ACCEPTED_TITLE = "Inline suggestion accepted"
 OFFLINE_MODES = ("auto", "always", "never")
+
+log = logging.getLogger(__name__)
 
 
 def create_server(config: Config, *, watch_config: bool = True) -> GatewayServer:
@@ -130,10 +136,19 @@ def register_features(server: GatewayServer) -> None:
         )
         if found is None or not found[1].text:
             return types.InlineCompletionList(items=[])
-        _, suggestion = found
+        document, suggestion = found
+        offer_id = ls.engine.suggestions.offer(
+            document.uri, offset_at(document, params.position), suggestion
+        )
+        accepted = None
+        if offer_id is not None:
+            accepted = types.Command(
+                title=INLINE_ACCEPTED_TITLE, command=CMD_INLINE_ACCEPTED, arguments=[offer_id]
+            )
         item = types.InlineCompletionItem(
             insert_text=suggestion.text,
             range=types.Range(start=params.position, end=params.position),
+            command=accepted,
         )
         return types.InlineCompletionList(items=[item])
 
@@ -186,6 +201,21 @@ def register_features(server: GatewayServer) -> None:
             "context": engine.context.status(),
             "privacy": {"withheld_pieces": engine.privacy.withheld},
         }
+
+    @server.command(CMD_INLINE_ACCEPTED)
+    def inline_accepted(ls: Any, *args: Any) -> dict[str, Any]:
+        """An inline suggestion was inserted (the command its item carries): counted for the
+        endpoint that answered, and its kept rate measured later. The one argument is the id
+        the server gave the item; anything else the client sends is ignored."""
+        offer_id = args[0] if args else None
+        counted = isinstance(offer_id, str) and ls.engine.suggestions.accepted(offer_id)
+        if not counted:
+            log.info(
+                "%s: no inline suggestion offered lately has the id %.40r; ignored",
+                CMD_INLINE_ACCEPTED,
+                offer_id,
+            )
+        return {"accepted": counted}
 
     @server.command(CMD_SET_OFFLINE)
     def set_offline(ls: GatewayServer, *args: Any) -> dict[str, Any]:

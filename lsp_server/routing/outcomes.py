@@ -22,6 +22,7 @@ from lsp_server.routing.decision_log import Decision, DecisionKind, DecisionLog,
 from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint
 from lsp_server.routing.hedge_budget import HedgeBudget
+from lsp_server.routing.inline_outcomes import InlineOutcomes
 from lsp_server.routing.offline_monitor import OfflineMonitor
 from lsp_server.routing.shared_state import SharedState
 
@@ -40,6 +41,7 @@ class Outcomes:
         self.edit_budget = HedgeBudget()  # next edits hedge within their own share
         self.chat_budget = HedgeBudget()  # and chats (refactors, gateway chats) within theirs
         self.edits = EditOutcomes()  # what became of the next edits shown
+        self.inline = InlineOutcomes()  # and of the inline suggestions offered
         self.shared: SharedState | None = None  # set once the router shares its state
 
     # -- attempts ----------------------------------------------------------------------------
@@ -191,6 +193,19 @@ class Outcomes:
     def edit_kept(self, endpoint: str, kept: int, inserted: int) -> None:
         """Of the `inserted` characters of an accepted edit, `kept` were still there later."""
         self.edits.kept(endpoint, kept, inserted)
+
+    # -- what became of an inline suggestion ------------------------------------------------
+
+    def inline_offered(self, *, endpoint: str) -> None:
+        self.inline.offered[endpoint] += 1
+
+    def inline_accepted(self, *, endpoint: str) -> None:
+        self.inline.accepted[endpoint] += 1
+
+    def inline_kept(self, endpoint: str, kept: int, inserted: int) -> None:
+        """Of the `inserted` characters of an accepted suggestion, `kept` were still there
+        later."""
+        self.inline.chars.add(endpoint, kept, inserted)
 
     # -- requests ----------------------------------------------------------------------------
 

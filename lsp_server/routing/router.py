@@ -31,7 +31,13 @@ from lsp_server.routing.sequential_route import Answered, SequentialRoute
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_saver import StatsSaver
-from lsp_server.routing.status_view import ConfigView, endpoint_status, health, local_status
+from lsp_server.routing.status_view import (
+    ConfigView,
+    endpoint_status,
+    health,
+    local_status,
+    suggestion_counts,
+)
 from lsp_server.routing.warm_connections import WarmConnections
 
 
@@ -231,13 +237,21 @@ class Router:
             "chat_requests": chats.inline_requests,
             "hedged_chat_requests": chats.hedged_requests,
             "shared_state": self.shared.status() if self.shared is not None else None,
-            "endpoints": [endpoint_status(e, self.outcomes.edits) for e in self.pool.all()],
+            "endpoints": [
+                endpoint_status(e, self.outcomes.edits, self.outcomes.inline)
+                for e in self.pool.all()
+            ],
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
 
     def endpoint_health(self) -> list[tuple[str, str]]:
         """Each endpoint's name and health, for a metrics scrape."""
         return [(e.name, health(e)) for e in self.pool.all()]
+
+    def suggestion_counts(self) -> list[tuple[str, str, int, int, int, int]]:
+        """Each endpoint's suggestions shown and accepted, and the characters the accepted
+        ones inserted and kept, per kind, for a metrics scrape (`status_view`)."""
+        return suggestion_counts(self.pool.all(), self.outcomes.inline, self.outcomes.edits)
 
     async def aclose(self) -> None:
         await self.races.aclose()

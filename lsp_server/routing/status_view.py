@@ -4,6 +4,7 @@ show it: counts and figures only, never content."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from lsp_server.backends.local_model import LocalModel, LocalState
@@ -12,6 +13,7 @@ from lsp_server.config.model import Config
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.inline_outcomes import InlineOutcomes
 
 
 class ConfigView:
@@ -41,8 +43,15 @@ def local_status(model: LocalModel | None) -> dict[str, Any]:
     }
 
 
-def endpoint_status(endpoint: Endpoint, edit_outcomes: EditOutcomes) -> dict[str, Any]:
-    return {**_endpoint_status(endpoint), "edit": _edit_status(endpoint, edit_outcomes)}
+def endpoint_status(
+    endpoint: Endpoint, edit_outcomes: EditOutcomes, inline_outcomes: InlineOutcomes
+) -> dict[str, Any]:
+    inline = inline_outcomes.status(endpoint.name) if "inline" in endpoint.roles else None
+    return {
+        **_endpoint_status(endpoint),
+        "inline": inline,
+        "edit": _edit_status(endpoint, edit_outcomes),
+    }
 
 
 def _edit_status(endpoint: Endpoint, edit_outcomes: EditOutcomes) -> dict[str, Any] | None:
@@ -60,6 +69,41 @@ def _edit_status(endpoint: Endpoint, edit_outcomes: EditOutcomes) -> dict[str, A
         "cost_usd": round(stats.cost_usd, 6),
         **edit_outcomes.status(endpoint.name),
     }
+
+
+def suggestion_counts(
+    endpoints: Iterable[Endpoint], inline: InlineOutcomes, edits: EditOutcomes
+) -> list[tuple[str, str, int, int, int, int]]:
+    """(endpoint, kind, shown, accepted, kept characters, inserted characters) per endpoint and
+    kind of suggestion it serves: "inline" (shown: offered) and "next_edit"."""
+    counts = []
+    for endpoint in endpoints:
+        name = endpoint.name
+        if "inline" in endpoint.roles:
+            chars = inline.chars
+            counts.append(
+                (
+                    name,
+                    "inline",
+                    inline.offered[name],
+                    inline.accepted[name],
+                    chars.kept[name],
+                    chars.inserted[name],
+                )
+            )
+        if "edit" in endpoint.roles:
+            chars = edits.chars
+            counts.append(
+                (
+                    name,
+                    "next_edit",
+                    edits.shown[name],
+                    edits.accepted[name],
+                    chars.kept[name],
+                    chars.inserted[name],
+                )
+            )
+    return counts
 
 
 def health(endpoint: Endpoint) -> str:

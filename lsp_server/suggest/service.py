@@ -22,9 +22,13 @@ from lsp_server.routing.race_route import Routed
 from lsp_server.routing.router import Router
 from lsp_server.suggest.cache import CompletionCache
 from lsp_server.suggest.client_request import client_completion
+from lsp_server.suggest.offered import OfferedSuggestions
 from lsp_server.suggest.postprocess import clean_suggestion, complete_lines
 from lsp_server.suggest.prompt import build_completion_request
 from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
+
+# `on_accepted(endpoint, uri, start, replaced, text)`: an accepted suggestion, to be measured.
+OnAccepted = Callable[[str, str, int, str, str], None]
 
 # A document suggested in once at start (`prepare`), as the first keystroke would be.
 _SAMPLE_URI = "file:///first-keystroke.py"
@@ -66,12 +70,17 @@ class SuggestionService:
         privacy: PrivacyGuard,
         cache: CompletionCache,
         context: ContextStore | None = None,
+        *,
+        on_accepted: OnAccepted | None = None,
     ) -> None:
-        """`context`: where context beyond the file comes from (None: the window alone)."""
+        """`context`: where context beyond the file comes from (None: the window alone);
+        `on_accepted` hears each suggestion accepted (the kept rate's measure)."""
         self.router = router
         self.privacy = privacy
         self.cache = cache
         self.context = context
+        self.offers = OfferedSuggestions()
+        self._on_accepted = on_accepted
 
     async def suggest(
         self, *, uri: str, text: str, offset: int, language: str, pinned: str | None = None
@@ -154,6 +163,30 @@ class SuggestionService:
         stay_local = self.privacy.text_reason(uri, text)
         if pinned == LOCAL or self.router.answerers("inline", stay_local).local_must_answer:
             await model.ensure_loaded()
+
+    # -- what became of a suggestion ----------------------------------------------------------
+
+    def offer(self, uri: str, offset: int, suggestion: Suggestion) -> str | None:
+        """`suggestion`, inserted at `offset`, goes to an editor, which may show it: counted for
+        the endpoint that answered; the id under which its acceptance may be reported (None:
+        nothing to accept)."""
+        if not suggestion.text or suggestion.endpoint is None:
+            return None
+        self.router.outcomes.inline_offered(endpoint=suggestion.endpoint)
+        return self.offers.offer(
+            uri=uri, offset=offset, text=suggestion.text, endpoint=suggestion.endpoint
+        )
+
+    def accepted(self, offer_id: str) -> bool:
+        """The editor inserted the suggestion offered under `offer_id`: counted, and its kept
+        rate measured; False when no such suggestion was offered lately."""
+        offered = self.offers.take(offer_id)
+        if offered is None:
+            return False
+        self.router.outcomes.inline_accepted(endpoint=offered.endpoint)
+        if self._on_accepted is not None:
+            self._on_accepted(offered.endpoint, offered.uri, offered.offset, "", offered.text)
+        return True
 
     def forget(self, uri: str) -> None:
         self.cache.invalidate(uri)

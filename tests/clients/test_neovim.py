@@ -186,6 +186,34 @@ def test_ghost_text_from_the_bundled_model_appears_and_is_accepted(
         assert (decision["endpoint"], decision["reason"]) == ("local", "offline")
 
 
+def inline_outcomes(editor: Any, endpoint: str) -> dict[str, Any]:
+    found = [e for e in status(editor).get("endpoints", []) if e.get("name") == endpoint]
+    return (found[0].get("inline") or {}) if found else {}
+
+
+def test_an_accepted_ghost_text_reports_its_acceptance_to_the_server(tmp_path: Path) -> None:
+    """Neovim runs an inline item's command once it has inserted the item: the server hears
+    `gatewayLs.inlineAccepted` and counts the acceptance for the endpoint that answered."""
+    with FakeLLMServer(Behaviour(text="a + b")) as endpoint:
+        config = one_endpoint_config(tmp_path, endpoint.base_url)
+        source = tmp_path / "add.py"
+        source.write_text("def add(a, b):\n    \n")
+        with neovim(tmp_path, config) as editor:
+            open_attached(editor, source)
+            editor.input("2GA")
+            editor.input("return ")
+            ghost = wait_for(lambda: lua(editor, "return gateway_test.ghost_text()"), 15, "ghost")
+            assert ghost == "a + b"
+            assert inline_outcomes(editor, "fast")["accepted"] == 0
+            assert lua(editor, "return vim.lsp.inline_completion.get()") is True
+            wait_for(lambda: editor.current.buffer[1] == "    return a + b", 10, "the text")
+            counted = wait_for(
+                lambda: inline_outcomes(editor, "fast").get("accepted") == 1, 10, "the report"
+            )
+            assert counted
+            assert inline_outcomes(editor, "fast")["offered"] >= 1
+
+
 def test_a_completion_item_inserts_the_whole_suggestion(tmp_path: Path) -> None:
     suggestion = "tal = a + b\n    return {'sum': total}\n"
     with FakeLLMServer(Behaviour(text=suggestion)) as endpoint:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -335,6 +336,11 @@ def test_ghost_text_from_an_openai_compatible_endpoint(
     assert "fake-model" in report["statusBar"]
     assert "null" not in report["statusBar"]
     assert "fake-fim" in report["routingStatus"]
+    # VS Code ran the accepted item's command: the acceptance reached the server, which counts
+    # it for the endpoint (offered, accepted, acceptance, kept: not measured yet).
+    assert "Inline suggestions" in report["routingStatus"]
+    inline = report["routingStatus"].split("Inline suggestions", 1)[1]
+    assert re.search(r"fake-fim\s+\d+\s+1\s+\d+ %", inline), report["routingStatus"]
     assert "offline" in report["statusBarOffline"]
     assert any('offline mode is now "always"' in note for note in report["notifications"])
     code_server.stop()

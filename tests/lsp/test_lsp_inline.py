@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -343,3 +344,44 @@ async def test_a_broken_local_model_file_is_reported_by_name(tmp_path: Path) -> 
         open_document(client, uri, "x = \n")
         result = await inline_completion(client, uri, 0, 4)
         assert result is not None and not result.items  # nothing to serve it, and no crash
+
+
+async def test_an_inline_item_reports_its_acceptance_by_an_id_the_server_gave(
+    tmp_path: Path,
+) -> None:
+    """The item carries `gatewayLs.inlineAccepted` with an id; run after the insertion, as an
+    LSP 3.18 client does, it counts for the endpoint that answered. An id counts once, and an
+    id the server never gave counts nothing."""
+    with FakeLLMServer(Behaviour(text="return a + b\n")) as endpoint:
+        async with lsp_session(tmp_path, config_text=config_for(("fast", endpoint))) as client:
+            uri = (tmp_path / "add.py").as_uri()
+            open_document(client, uri, "def add(a, b):\n    \n\nprint(add(1, 2))\n")
+            result = await inline_completion(client, uri, 1, 4)
+            assert result is not None and result.items
+            item = result.items[0]
+            assert item.command is not None
+            assert item.command.command == "gatewayLs.inlineAccepted"
+            assert isinstance(item.insert_text, str)
+            insert_text(client, uri, version=2, line=1, character=4, text=item.insert_text)
+
+            async def run(arguments: Sequence[Any] | None) -> Any:
+                return await client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(
+                        command="gatewayLs.inlineAccepted", arguments=arguments
+                    )
+                )
+
+            assert await run(item.command.arguments) == {"accepted": True}
+            assert await run(item.command.arguments) == {"accepted": False}
+            assert await run(["made-up"]) == {"accepted": False}
+            assert await run([{"text": "forged", "endpoint": "fast"}]) == {"accepted": False}
+            assert await run(None) == {"accepted": False}
+            status = await server_status(client)
+            fast = next(e for e in status["endpoints"] if e["name"] == "fast")
+            # Measured once the kept rate's window (30 s) is over; not yet.
+            assert fast["inline"] == {
+                "offered": 1,
+                "accepted": 1,
+                "acceptance_rate": 1.0,
+                "kept_rate": None,
+            }

@@ -17,8 +17,18 @@ export interface EndpointStatus {
   readonly errors: number | null;
   readonly p50_ms: number | null;
   readonly p95_ms: number | null;
+  /** What became of its inline suggestions; null for an endpoint without the `inline` role. */
+  readonly inline: InlineOutcomes | null;
   /** What became of its next edits; null for an endpoint without the `edit` role. */
   readonly edit: EditOutcomes | null;
+}
+
+export interface InlineOutcomes {
+  readonly offered: number | null;
+  readonly accepted: number | null;
+  readonly acceptance_rate: number | null;
+  /** Of the characters accepted suggestions inserted, the share still there 30 s later. */
+  readonly kept_rate: number | null;
 }
 
 export interface EditOutcomes {
@@ -88,6 +98,7 @@ export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
               errors: count(e.errors),
               p50_ms: count(e.p50_ms),
               p95_ms: count(e.p95_ms),
+              inline: inlineOutcomes(record(e.inline)),
               edit: editOutcomes(record(e.edit)),
             },
           ];
@@ -111,6 +122,17 @@ export function parseRoutingStatus(value: unknown): RoutingStatus | undefined {
           ];
     }),
   };
+}
+
+function inlineOutcomes(inline: Record<string, unknown> | undefined): InlineOutcomes | null {
+  return inline === undefined
+    ? null
+    : {
+        offered: count(inline.offered),
+        accepted: count(inline.accepted),
+        acceptance_rate: count(inline.acceptance_rate),
+        kept_rate: count(inline.kept_rate),
+      };
 }
 
 function editOutcomes(edit: Record<string, unknown> | undefined): EditOutcomes | null {
@@ -299,6 +321,25 @@ export function statusMarkdown(status: RoutingStatus): string {
           formatCount(e.errors),
           formatMs(e.p50_ms),
           formatMs(e.p95_ms),
+        ]),
+      ),
+    );
+  }
+  const suggesting = status.endpoints.filter((e) => (e.inline?.offered ?? 0) > 0);
+  if (suggesting.length > 0) {
+    lines.push(
+      "",
+      "## Inline suggestions",
+      "",
+      "| endpoint | offered | accepted | acceptance | kept |",
+      "| --- | ---: | ---: | ---: | ---: |",
+      ...suggesting.map((e) =>
+        row([
+          e.name,
+          formatCount(e.inline?.offered ?? null),
+          formatCount(e.inline?.accepted ?? null),
+          formatShare(e.inline?.acceptance_rate ?? null),
+          formatShare(e.inline?.kept_rate ?? null),
         ]),
       ),
     );

@@ -42,6 +42,7 @@ const SAMPLE: RoutingStatus = {
       errors: 2,
       p50_ms: 84.2,
       p95_ms: 1510,
+      inline: { offered: 50, accepted: 10, acceptance_rate: 0.2, kept_rate: 0.9 },
       edit: { shown: 10, accepted: 4, acceptance_rate: 0.4, kept_rate: 0.75 },
     },
     {
@@ -55,6 +56,7 @@ const SAMPLE: RoutingStatus = {
       errors: 3,
       p50_ms: null,
       p95_ms: null,
+      inline: null,
       edit: null,
     },
   ],
@@ -144,6 +146,14 @@ describe("status document", () => {
   test("next edits: acceptance and the kept rate per edit endpoint", () => {
     assert.ok(markdown.includes("| mercury | 10 | 4 | 40 % | 75 % |"));
     assert.ok(!markdown.includes("| claude | –"));
+  });
+
+  test("inline suggestions: acceptance and the kept rate per endpoint that offered some", () => {
+    assert.ok(markdown.includes("## Inline suggestions"));
+    assert.ok(markdown.includes("| mercury | 50 | 10 | 20 % | 90 % |"));
+    const unoffered = { offered: 0, accepted: 0, acceptance_rate: null, kept_rate: null };
+    const none = [{ ...SAMPLE.endpoints[0]!, inline: unoffered }];
+    assert.ok(!statusMarkdown({ ...SAMPLE, endpoints: none }).includes("## Inline suggestions"));
   });
 
   test("decisions newest first, with reason, cost and file", () => {
