@@ -71,7 +71,7 @@ async def serve_gateway(config_path: Path, port: int) -> None:
     config = load_config_file(config_path)
     clients = load_client_tokens(config.gateway, source=config.source)
     engine = Engine.for_process(config, on_model_progress=StderrProgress())
-    metrics = GatewayMetrics(engine.router.endpoint_health)
+    metrics = GatewayMetrics(engine.router.endpoint_health, engine.router.suggestion_counts)
     limits = config.gateway
     app = BodyDeadline(
         create_app(engine, clients=clients, metrics=metrics),

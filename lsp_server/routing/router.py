@@ -15,6 +15,7 @@ from typing import Any
 from lsp_server.backends.base import ChatEvent, ChatRequest, CompletionRequest
 from lsp_server.config.model import Config, EndpointConfig, OfflineMode, Role
 from lsp_server.reasons import Reason
+from lsp_server.routing import status_view
 from lsp_server.routing.answerers import Answerers, who_answers
 from lsp_server.routing.chat_route import ChatRoute
 from lsp_server.routing.decision_log import DecisionLog
@@ -31,13 +32,6 @@ from lsp_server.routing.sequential_route import Answered, SequentialRoute
 from lsp_server.routing.shared_state import SharedState
 from lsp_server.routing.stats_file import StatsFile
 from lsp_server.routing.stats_saver import StatsSaver
-from lsp_server.routing.status_view import (
-    ConfigView,
-    endpoint_status,
-    health,
-    local_status,
-    suggestion_counts,
-)
 from lsp_server.routing.warm_connections import WarmConnections
 
 
@@ -67,7 +61,7 @@ class Router:
         self.shared: SharedState | None = None
         self.outcomes = Outcomes(offline=self.offline, decisions=self.decisions, budget=self.budget)
         self._connections = WarmConnections()
-        self._config_view = ConfigView()
+        self._config_view = status_view.ConfigView()
         # Keystroke-level requests: `inline`, `edit`, `race`.
         self.races = RaceRoute(
             config=lambda: self.config,
@@ -223,35 +217,27 @@ class Router:
     # -- status and life cycle ----------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        chats = self.outcomes.chat_budget
-        edits = self.outcomes.edit_budget
+        outcomes = self.outcomes
         return {
             "offline": self.offline.mode,
             "offline_active": self.offline.active,
-            "local": local_status(self.pool.local_model),
+            "local": status_view.local_status(self.pool.local_model),
             "config": self._config_view.of(self.config),
-            "inline_requests": self.budget.inline_requests,
-            "edit_requests": edits.inline_requests,
-            "hedged_edit_requests": edits.hedged_requests,
-            "hedged_requests": self.budget.hedged_requests,
-            "chat_requests": chats.inline_requests,
-            "hedged_chat_requests": chats.hedged_requests,
+            **status_view.request_counts(self.budget, outcomes.edit_budget, outcomes.chat_budget),
             "shared_state": self.shared.status() if self.shared is not None else None,
-            "endpoints": [
-                endpoint_status(e, self.outcomes.edits, self.outcomes.inline)
-                for e in self.pool.all()
-            ],
+            "endpoints": [status_view.endpoint_status(e, outcomes) for e in self.pool.all()],
             "decisions": [d.to_json() for d in self.decisions.recent()],
         }
 
     def endpoint_health(self) -> list[tuple[str, str]]:
         """Each endpoint's name and health, for a metrics scrape."""
-        return [(e.name, health(e)) for e in self.pool.all()]
+        return [(e.name, status_view.health(e)) for e in self.pool.all()]
 
     def suggestion_counts(self) -> list[tuple[str, str, int, int, int, int]]:
-        """Each endpoint's suggestions shown and accepted, and the characters the accepted
-        ones inserted and kept, per kind, for a metrics scrape (`status_view`)."""
-        return suggestion_counts(self.pool.all(), self.outcomes.inline, self.outcomes.edits)
+        """Per endpoint and kind, for a metrics scrape: `status_view.suggestion_counts`."""
+        return status_view.suggestion_counts(
+            self.pool.all(), self.outcomes.inline, self.outcomes.edits
+        )
 
     async def aclose(self) -> None:
         await self.races.aclose()

@@ -13,7 +13,9 @@ from lsp_server.config.model import Config
 from lsp_server.routing.circuit_breaker import BreakerState
 from lsp_server.routing.edit_outcomes import EditOutcomes
 from lsp_server.routing.endpoint_pool import Endpoint
+from lsp_server.routing.hedge_budget import HedgeBudget
 from lsp_server.routing.inline_outcomes import InlineOutcomes
+from lsp_server.routing.outcomes import Outcomes
 
 
 class ConfigView:
@@ -43,14 +45,24 @@ def local_status(model: LocalModel | None) -> dict[str, Any]:
     }
 
 
-def endpoint_status(
-    endpoint: Endpoint, edit_outcomes: EditOutcomes, inline_outcomes: InlineOutcomes
-) -> dict[str, Any]:
-    inline = inline_outcomes.status(endpoint.name) if "inline" in endpoint.roles else None
+def request_counts(inline: HedgeBudget, edits: HedgeBudget, chats: HedgeBudget) -> dict[str, int]:
+    """Requests and hedged requests of each kind, as the hedge budgets counted them."""
+    return {
+        "inline_requests": inline.inline_requests,
+        "hedged_requests": inline.hedged_requests,
+        "edit_requests": edits.inline_requests,
+        "hedged_edit_requests": edits.hedged_requests,
+        "chat_requests": chats.inline_requests,
+        "hedged_chat_requests": chats.hedged_requests,
+    }
+
+
+def endpoint_status(endpoint: Endpoint, outcomes: Outcomes) -> dict[str, Any]:
+    inline = outcomes.inline.status(endpoint.name) if "inline" in endpoint.roles else None
     return {
         **_endpoint_status(endpoint),
         "inline": inline,
-        "edit": _edit_status(endpoint, edit_outcomes),
+        "edit": _edit_status(endpoint, outcomes.edits),
     }
 
 
