@@ -20,8 +20,6 @@ stream past `MAX_BODY_BYTES`.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -32,7 +30,7 @@ from lsp_server import json_codec
 from lsp_server.backends.base import BackendError, Relayed, RelayedUsage, Usage
 from lsp_server.backends.http_body import body_chunks
 from lsp_server.backends.http_failures import error_message, short, transport_error
-from lsp_server.backends.sse_stream import DRAIN_TIMEOUT_S, EventBounds
+from lsp_server.backends.sse_stream import EventBounds, drain
 from lsp_server.failures import FailureKind
 
 
@@ -82,10 +80,7 @@ async def relay_sse(
                 raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
         except httpx.HTTPError as exc:
             raise transport_error(endpoint, exc) from None
-        with contextlib.suppress(TimeoutError, httpx.HTTPError, BackendError):
-            async with asyncio.timeout(DRAIN_TIMEOUT_S):
-                async for _ in chunks:
-                    pass
+        await drain(chunks)
     finally:
         await chunks.aclose()
 

@@ -61,9 +61,15 @@ async def iter_sse_json(
             raise BackendError(endpoint, FailureKind.PROTOCOL, "stream ended without [DONE]")
     except httpx.HTTPError as exc:
         raise transport_error(endpoint, exc) from None
+    await drain(events)
+
+
+async def drain(rest: AsyncIterator[object]) -> None:
+    """Read what follows `[DONE]` (normally the chunked-encoding trailer) for a moment, so the
+    connection goes back to the pool instead of being closed half-read."""
     with contextlib.suppress(TimeoutError, httpx.HTTPError, BackendError):
         async with asyncio.timeout(DRAIN_TIMEOUT_S):
-            async for _ in events:
+            async for _ in rest:
                 pass
 
 
