@@ -8,9 +8,9 @@ same weights, per thread count and per step of reading.
 The Q8_0 and Q4_0 files are made from the preset's file with llama.cpp's own quantizer
 (`llama_model_quantize`, the code of `llama-quantize`, in the llama.cpp that llama-cpp-python
 builds), requantizing its weights: the Q4_0 file loses some precision against one made from the
-original weights. Q4_0 (and Q8_0 where llama.cpp has a kernel for it) is repacked at load into
-the interleaved layouts of llama.cpp's CPU kernels for AVX2 and AVX-512 (`REPACK = 1` in
-llama.cpp's system info); Q4_K_M has such a path too in recent llama.cpp.
+original weights. Where llama.cpp's CPU backend has an interleaved layout for a type
+(`REPACK = 1` in its system info; Q4_0 has one for AVX2 and AVX-512), the weights are repacked
+into it at load.
 
 Each file is opened as the server opens it (`loading.open_model`, the shipped settings). Each
 reading is of `--tokens` tokens of real code (this package's configuration module) into
