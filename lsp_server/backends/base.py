@@ -87,6 +87,9 @@ class CompletionRequest:
     context: tuple[ContextChunk, ...] = ()
     # The document's path relative to its workspace folder (names it among the context files).
     workspace_path: str = ""
+    # The document line `prefix` starts on (0: the document's start, or not known): the local
+    # model anchors its window to document lines (`prompt_window`).
+    prefix_line: int = 0
 
 
 @dataclass(frozen=True, slots=True)

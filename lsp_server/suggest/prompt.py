@@ -39,6 +39,7 @@ def build_completion_request(
         max_tokens=max_tokens,
         stop=stop_sequences(single_line=single_line, crlf=crlf),
         single_line=single_line,
+        prefix_line=text.count("\n", 0, offset - len(prefix)),
     )
 
 

@@ -60,6 +60,16 @@ def test_prefix_window_starts_at_a_line_start() -> None:
     assert (len(text) - len(request.prefix)) % len(lines[0]) == 0
 
 
+@pytest.mark.parametrize("cursor_line", [0, 5, 150, 299])
+def test_the_request_says_which_document_line_its_prefix_starts_on(cursor_line: int) -> None:
+    lines = [f"line_{i:03} = {i}  # {'x' * 40}\n" for i in range(300)]  # 6000 chars: 100 lines
+    text = "".join(lines)
+    offset = len("".join(lines[:cursor_line])) + 4
+    request = build_completion_request(text, offset, language="python", path="", max_tokens=8)
+    assert lines[request.prefix_line].startswith(request.prefix.partition("\n")[0])
+    assert request.prefix_line == cursor_line - request.prefix.count("\n")
+
+
 def test_prefix_window_keeps_a_line_that_starts_exactly_at_the_window_edge() -> None:
     text = "aaaa\nbbbb\ncccc"
     request = build_completion_request(

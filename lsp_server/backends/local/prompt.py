@@ -1,11 +1,13 @@
 """The token prompt of a completion from the local model.
 
-Fill-in-the-middle when the model has FIM tokens, else the prefix alone. Context beyond the
-file leads the prompt (it changes least from one keystroke to the next): in the
-repository-level format (`<|repo_name|>`, `<|file_sep|>path`) for a model that has those tokens
-and FIM (Qwen2.5-Coder, StarCoder2), else as path-comment blocks, which is what a model without
-FIM tokens (the bundled Gemma 3 270M) can read as plain code. Text typed since the last FIM
-prompt follows it as the start of the middle (`MiddleAnchor`).
+Fill-in-the-middle when the model has FIM tokens, else the prefix alone; the code before the
+cursor is a window anchored to document lines (`prompt_window`), so that what was read ahead
+stays in the KV cache when the cursor moves. Context beyond the file leads the prompt (it
+changes least from one keystroke to the next): in the repository-level format
+(`<|repo_name|>`, `<|file_sep|>path`) for a model that has those tokens and FIM (Qwen2.5-Coder,
+StarCoder2), else as path-comment blocks, which is what a model without FIM tokens (the bundled
+Gemma 3 270M) can read as plain code. Text typed since the last FIM prompt follows it as the
+start of the middle (`MiddleAnchor`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from lsp_server.backends.base import CompletionRequest, ContextChunk, context_wi
 from lsp_server.backends.context_prompt import path_comment_blocks, repo_level_parts
 from lsp_server.backends.local.completion_text import MiddleAnchor, indent_to_heal
 from lsp_server.backends.local.prompt_fit import FimTokens, fit_prompt
+from lsp_server.backends.local.prompt_window import anchored_prefix
 from lsp_server.config.model import LocalConfig
 
 if TYPE_CHECKING:
@@ -89,13 +92,19 @@ class CompletionPrompts:
         if self._config.window_tokens:
             budget = min(budget, self._config.window_tokens)
         healed_prefix = request.prefix[: len(request.prefix) - len(indent_to_heal(request))]
-        prefix = plain_tokens(llm, healed_prefix)
+        # The code after the cursor has a quarter of the room at most; the code before it has
+        # the rest whatever the suffix's length, so that its window stays put near the end.
+        suffix_room = budget // 4 if self._fim_tokens is not None else 0
+        prefix = anchored_prefix(
+            healed_prefix,
+            request.prefix_line,
+            budget - suffix_room,
+            lambda text: plain_tokens(llm, text),
+        )
         if self._fim_tokens is None:
-            return self._bos + context + _keep_tail(prefix, budget)
+            return self._bos + context + prefix
         fim_pre, fim_suf, fim_mid = self._fim_tokens
-        suffix = plain_tokens(llm, request.suffix)
-        suffix = suffix[: budget // 4]
-        prefix = _keep_tail(prefix, budget - len(suffix))
+        suffix = plain_tokens(llm, request.suffix)[:suffix_room]
         if repo_level:
             tokens = [*self._bos, *context, fim_pre, *prefix, fim_suf, *suffix, fim_mid]
         else:
@@ -161,17 +170,3 @@ def plain_tokens(llm: Llama, text: str) -> list[int]:
         return []
     tokens: list[int] = llm.tokenize(text.encode(), add_bos=False, special=False)
     return tokens
-
-
-def _keep_tail(tokens: list[int], budget: int) -> list[int]:
-    """The end of `tokens` within `budget`, cut at multiples of a quarter budget.
-
-    Cutting in coarse steps keeps the start of the window fixed while the user types, so the
-    KV cache of the previous keystroke stays reusable.
-    """
-    if len(tokens) <= budget:
-        return tokens
-    step = max(1, budget // 4)
-    excess = len(tokens) - budget
-    cut = -(-excess // step) * step
-    return tokens[cut:]
