@@ -45,7 +45,8 @@ Role = Literal["inline", "edit", "refactor", "agent"]
 EditFormat = Literal["", "mercury", "zeta", "zeta2", "sweep", "chat"]
 # How readily a predicted next edit is shown (`nextedit/edit_filter.py`): "high" drops only
 # whitespace-only edits and ones dismissed there a moment ago; "medium" also edits that undo
-# the last edit or rewrite what is being typed; "low" also edits far from the cursor or large.
+# the last edit, rewrite what is being typed or rewrite much of the region; "low" also edits
+# far from the cursor or large.
 EditEagerness = Literal["low", "medium", "high"]
 
 # Answer sizes, in tokens, shared by every part that asks for or caps a chat answer.

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from lsp_server.config.model import EditEagerness
-from lsp_server.nextedit.edit_filter import DISMISSED_FOR_S, EditFilter
+from lsp_server.nextedit.edit_filter import DISMISSED_FOR_S, MEDIUM_MAX_CHANGED_LINES, EditFilter
 from lsp_server.nextedit.history import unified_diff
 from lsp_server.nextedit.request import EditRequest, HistoryEdit
 from lsp_server.text_edits import OffsetEdit, minimal_edits
@@ -86,3 +86,17 @@ def test_low_eagerness_shows_only_small_edits_near_the_cursor() -> None:
     assert EditFilter().verdict(request, far, "low") == "far from the cursor or large"
     assert EditFilter().verdict(request, far, "medium") is None
     assert EditFilter().verdict(request, near, "low") is None
+
+
+def test_medium_eagerness_drops_an_edit_that_rewrites_much_of_the_region() -> None:
+    lines = [f"x{i} = {i}" for i in range(20)]
+    text = "\n".join(lines) + "\n"
+    request = asked(text, cursor=0, before=text.replace("x0 = 0", "x0 = 9"))
+    rewritten = text
+    for i in range(4, 4 + MEDIUM_MAX_CHANGED_LINES + 1):
+        rewritten = rewritten.replace(f"x{i} = {i}\n", f"x{i} = {i + 1}\n")
+    large = edits_to(request, rewritten)
+    assert EditFilter().verdict(request, large, "medium") == "rewrites much of the region"
+    assert EditFilter().verdict(request, large, "high") is None
+    fewer = rewritten.replace("x4 = 5\n", "x4 = 4\n")
+    assert EditFilter().verdict(request, edits_to(request, fewer), "medium") is None
