@@ -247,7 +247,7 @@ class ChatCompletions:
         )
         if isinstance(feed.first, Relayed):
             relayed = _relayed(feed, body, chat, meter)
-            return feed.response(relayed, {ENDPOINT_HEADER: feed.serving}, path="relay")
+            return feed.response(relayed, {ENDPOINT_HEADER: feed.serving}, relayed=True)
         ids = ResponseIds.new("chatcmpl")
 
         async def events() -> AsyncIterator[bytes]:

@@ -124,12 +124,12 @@ class EventFeed(Generic[E, T]):
             batch = [piece] if piece is not None else []
 
     def response(
-        self, events: AsyncIterator[bytes], headers: dict[str, str], *, path: str = "rewrite"
+        self, events: AsyncIterator[bytes], headers: dict[str, str], *, relayed: bool = False
     ) -> StreamingResponse:
-        """The stream to the client; `path` names how its events are made (`relay`: the
-        upstream's own, passed on; `rewrite`: written by the gateway), for `/metrics`."""
-        if self._meter is not None:
-            self._meter.stream_path = path
+        """The stream to the client; `relayed`: its events are the upstream's own, passed on
+        (`/metrics` counts every other stream as written by the gateway, `metering`)."""
+        if relayed and self._meter is not None:
+            self._meter.stream_path = "relay"
 
         async def stop_upstream() -> None:
             self.stop()  # the client left, possibly before the stream started

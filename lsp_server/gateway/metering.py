@@ -262,6 +262,8 @@ class Metering:
                 meter = scope["state"].get(METER_KEY)
                 if isinstance(meter, Meter):
                     headers += meter.headers()
+                    if meter.stream_path is None and _is_event_stream(headers):
+                        meter.stream_path = "rewrite"  # every stream the relay did not pass on
                 headers.append((OVERHEAD_HEADER.encode(), header_value(clock.added_s())))
                 message["headers"] = headers
             await send(message)
@@ -272,3 +274,10 @@ class Metering:
             meter = scope["state"].get(METER_KEY)
             if isinstance(meter, Meter):
                 meter.finish(status or 500)
+
+
+def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+        for name, value in headers
+    )

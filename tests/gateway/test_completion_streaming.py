@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from openai.types import Completion
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest
@@ -198,3 +200,31 @@ def test_a_client_leaving_mid_stream_cancels_the_upstream(
     stream.close()
     assert dripping.wait_for(lambda s: s.disconnects >= 1, timeout_s=10)
     assert dripping.completed_streams == 0
+
+
+def _rewritten(gateway: Gateway) -> float:
+    metrics = httpx.get(f"{gateway.root_url}/metrics", timeout=10).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        if family.name == "gateway_ls_streamed_answers"
+        for sample in family.samples
+        if sample.name.endswith("_total") and sample.labels["path"] == "rewrite"
+    )
+
+
+def test_every_streamed_completion_is_counted_whichever_way_it_is_written(
+    tmp_path: Path,
+) -> None:
+    """An answer that cleaning cuts to nothing (blank lines, the stop string) is
+    settled before any piece is shown, and written at once: still a streamed answer the
+    gateway wrote, and `/metrics` counts it so."""
+    with FakeLLMServer(Behaviour(text="\n\n\n")) as upstream:
+        config = LOCAL_OFF + endpoint_toml("quick", upstream.base_url)
+        with running_gateway(tmp_path, config) as gateway:
+            for count in (1, 2):
+                stream = gateway.client().completions.create(
+                    model="gateway-ls", prompt=PY_PREFIX, suffix=PY_SUFFIX, stream=True
+                )
+                assert not "".join(c.choices[0].text for c in stream if c.choices)
+                assert _rewritten(gateway) == count
