@@ -88,34 +88,16 @@ def suggestion_counts(
 ) -> list[tuple[str, str, int, int, int, int]]:
     """(endpoint, kind, shown, accepted, kept characters, inserted characters) per endpoint and
     kind of suggestion it serves: "inline" (shown: offered) and "next_edit"."""
-    counts = []
-    for endpoint in endpoints:
-        name = endpoint.name
-        if "inline" in endpoint.roles:
-            chars = inline.chars
-            counts.append(
-                (
-                    name,
-                    "inline",
-                    inline.offered[name],
-                    inline.accepted[name],
-                    chars.kept[name],
-                    chars.inserted[name],
-                )
-            )
-        if "edit" in endpoint.roles:
-            chars = edits.chars
-            counts.append(
-                (
-                    name,
-                    "next_edit",
-                    edits.shown[name],
-                    edits.accepted[name],
-                    chars.kept[name],
-                    chars.inserted[name],
-                )
-            )
-    return counts
+    kinds = (
+        ("inline", "inline", inline.offered, inline.accepted, inline.chars),
+        ("edit", "next_edit", edits.shown, edits.accepted, edits.chars),
+    )
+    return [
+        (e.name, kind, shown[e.name], accepted[e.name], chars.kept[e.name], chars.inserted[e.name])
+        for e in endpoints
+        for role, kind, shown, accepted, chars in kinds
+        if role in e.roles
+    ]
 
 
 def health(endpoint: Endpoint) -> str:

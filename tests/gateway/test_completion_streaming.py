@@ -17,7 +17,6 @@ from pathlib import Path
 import httpx
 import pytest
 from openai.types import Completion
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from lsp_server.backends.base import CompletionRequest
@@ -26,7 +25,9 @@ from lsp_server.suggest.streaming import StreamingCleaner, cut_at_stops
 from tests.support.config_text import LOCAL_OFF
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
+from tests.support.metrics_scrape import scrape, value
 
+STREAMED = "gateway_ls_streamed_answers_total"
 PY_PREFIX = "def numbers():\n    total = 0\n    "
 PY_SUFFIX = "\n    return total\n\n\nprint(numbers())\n"
 LINES = "".join(f"total += {n}\n    " for n in range(1, 12)) + "total += 12\n"
@@ -202,17 +203,6 @@ def test_a_client_leaving_mid_stream_cancels_the_upstream(
     assert dripping.completed_streams == 0
 
 
-def _rewritten(gateway: Gateway) -> float:
-    metrics = httpx.get(f"{gateway.root_url}/metrics", timeout=10).text
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(metrics)
-        if family.name == "gateway_ls_streamed_answers"
-        for sample in family.samples
-        if sample.name.endswith("_total") and sample.labels["path"] == "rewrite"
-    )
-
-
 def test_every_streamed_completion_is_counted_whichever_way_it_is_written(
     tmp_path: Path,
 ) -> None:
@@ -227,4 +217,4 @@ def test_every_streamed_completion_is_counted_whichever_way_it_is_written(
                     model="gateway-ls", prompt=PY_PREFIX, suffix=PY_SUFFIX, stream=True
                 )
                 assert not "".join(c.choices[0].text for c in stream if c.choices)
-                assert _rewritten(gateway) == count
+                assert value(scrape(gateway), STREAMED, path="rewrite") == count

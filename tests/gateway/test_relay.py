@@ -19,11 +19,12 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
+from tests.support.config_text import LOCAL_OFF
 from tests.support.gateway_process import Gateway, running_gateway
 from tests.support.lsp_session import endpoint_toml
+from tests.support.metrics_scrape import scrape, value
 
 TEXT = "Hello there, friend."  # 20 characters, one a chunk: 20 events, 5 tokens as counted
 ASK = [{"role": "user", "content": "Say hello."}]
@@ -47,7 +48,7 @@ def gateway(
     tmp_path_factory: pytest.TempPathFactory, up: FakeLLMServer, broken: FakeLLMServer
 ) -> Iterator[Gateway]:
     config = (
-        "[local]\nenabled = false\n"
+        LOCAL_OFF
         + endpoint_toml("broken", broken.base_url, fim=False, roles='["agent", "refactor"]')
         + endpoint_toml("up", up.base_url, fim=False, roles='["agent", "refactor"]')
         # The same server as a kind whose stream reports no usage: its answers are rewritten.
@@ -104,21 +105,14 @@ def endpoint_status(gateway: Gateway, name: str) -> dict[str, Any]:
     return next(e for e in status["endpoints"] if e["name"] == name)
 
 
-def streamed_answers(gateway: Gateway) -> dict[str, float]:
-    text = httpx.get(f"{gateway.root_url}/metrics", timeout=10).text
-    return {
-        sample.labels["path"]: sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "gateway_ls_streamed_answers"
-        for sample in family.samples
-        if sample.name.endswith("_total")
-    }
+def streamed_answers(gateway: Gateway, path: str) -> float:
+    return value(scrape(gateway), "gateway_ls_streamed_answers_total", path=path)
 
 
 def test_a_relayed_stream_is_the_upstreams_bytes_usage_included_when_asked(
     gateway: Gateway, up: FakeLLMServer
 ) -> None:
-    before = streamed_answers(gateway).get("relay", 0)
+    before = streamed_answers(gateway, "relay")
     body = {
         "model": "up",
         "messages": ASK,
@@ -130,7 +124,7 @@ def test_a_relayed_stream_is_the_upstreams_bytes_usage_included_when_asked(
     assert relayed.content == as_relayed(relayed.content, direct)
     assert relayed.headers["x-gateway-ls-endpoint"] == "up"
     assert b'"choices": []' in events(relayed.content)[-2]  # the usage event, then [DONE]
-    assert streamed_answers(gateway)["relay"] == before + 1
+    assert streamed_answers(gateway, "relay") == before + 1
 
 
 def test_without_asking_for_usage_the_client_gets_every_event_but_the_usage_one(
@@ -210,13 +204,13 @@ def test_a_client_leaving_mid_relay_stops_the_upstream_and_settles_its_attempt_o
 def test_a_kind_without_usage_in_its_stream_is_rewritten_under_the_endpoints_name(
     gateway: Gateway, up: FakeLLMServer
 ) -> None:
-    before = streamed_answers(gateway).get("rewrite", 0)
+    before = streamed_answers(gateway, "rewrite")
     rewritten = events(
         stream(gateway, {"model": "ollama", "messages": ASK, "stream": True}).content
     )
     assert "stream_options" not in up.requests[-1].payload
     assert json.loads(rewritten[0].removeprefix(b"data: "))["model"] == "ollama"
-    assert streamed_answers(gateway)["rewrite"] == before + 1
+    assert streamed_answers(gateway, "rewrite") == before + 1
 
 
 def test_every_event_names_the_endpoint_those_the_relay_writes_too(

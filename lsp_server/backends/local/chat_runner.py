@@ -84,14 +84,7 @@ class ChatRunner(ModelWorker):
             # The first call sees exactly the prompt the chat template produced.
             if job.completion_tokens == 0:
                 self._record_prompt(job, previous, ids.tolist())
-            if job.stop.is_set():
-                # Force end-of-sequence: generation ends cleanly on this token. (Raising here
-                # would be swallowed by the ctypes callback layer and printed to stderr.)
-                scores[:] = -math.inf
-                scores[eos] = 0.0
-                return scores
-            self._count_tokens(job, job.completion_tokens + 1)
-            return scores
+            return self._end_or_count(job, scores, eos)
 
         from llama_cpp import LogitsProcessorList
 
@@ -117,12 +110,7 @@ class ChatRunner(ModelWorker):
         eos = llm.token_eos()
 
         def before_token(ids: Any, scores: Any) -> Any:
-            if job.stop.is_set():
-                scores[:] = -math.inf
-                scores[eos] = 0.0
-                return scores
-            self._count_tokens(job, job.completion_tokens + 1)
-            return scores
+            return self._end_or_count(job, scores, eos)
 
         chunks = chatml_function_calling(
             llm,
@@ -136,3 +124,14 @@ class ChatRunner(ModelWorker):
             logits_processor=LogitsProcessorList([before_token]),
         )
         self._pump(job, chunks, tool_chat_events)
+
+    def _end_or_count(self, job: Job, scores: Any, eos: int) -> Any:
+        """Before each token: a stopped job forces end-of-sequence, so generation ends cleanly
+        on this token (raising here would be swallowed by the ctypes callback layer and
+        printed to stderr); otherwise the token is counted."""
+        if job.stop.is_set():
+            scores[:] = -math.inf
+            scores[eos] = 0.0
+            return scores
+        self._count_tokens(job, job.completion_tokens + 1)
+        return scores
