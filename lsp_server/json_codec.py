@@ -27,6 +27,11 @@ _OVERFLOWED = float(2**63)
 # fifth of it on an upstream's server-sent event).
 _DIGITS_AS_ZEROS = bytes(48 if byte in b"0123456789" else 32 for byte in range(256))
 _LONG_NUMBER = b"0" * 19
+# Such a run covers two consecutive multiples of 9, so every ninth byte of the body shows two
+# digits in a row there: a body whose every ninth byte shows none is cleared at a ninth of the
+# cost of the whole pass (most bodies are text; a 40 KB agent turn's check went from 43 to 10 us).
+_SAMPLE_STEP = 9
+_DIGIT_PAIR = b"00"
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS
 
@@ -72,6 +77,8 @@ def _may_hold_long_integers(body: bytes | str) -> bool:
     """Whether `body` has a run of 19 digits. Digits are ASCII, so text is looked at as UTF-8
     (lone surrogates passed through: `json` reads them)."""
     raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
+    if _DIGIT_PAIR not in raw[::_SAMPLE_STEP].translate(_DIGITS_AS_ZEROS):
+        return False
     return _LONG_NUMBER in raw.translate(_DIGITS_AS_ZEROS)
 
 

@@ -100,3 +100,13 @@ def test_a_long_integer_is_read_as_json_reads_it_in_bytes_and_in_text() -> None:
         "n": 1234567890123456789.5,
         "s": "12345678901234567890",
     }
+
+
+def test_a_19_digit_integer_is_read_exactly_wherever_it_falls_in_a_long_body() -> None:
+    # The check samples every ninth byte: the shortest overflowing integer, at each of the nine
+    # offsets, in a body of text around it.
+    text = "an agent's instructions, read once a turn. " * 40
+    for shift in range(9):
+        body = f'{{"instructions": "{text}{"x" * shift}", "seed": 9223372036854775808}}'
+        assert loads(body.encode())["seed"] == 9223372036854775808
+        assert loads(body) == json.loads(body)
