@@ -91,6 +91,21 @@ def test_a_private_key_begun_long_before_is_found() -> None:
     assert memo.first_secret_kind("alice", new) == whole_scan_kind(new)
 
 
+def test_a_private_key_whose_marker_two_texts_split_is_found() -> None:
+    # The key's header, cut in two by the texts, then more armour lines than a turn is read
+    # back; its body comes a turn later. Only the texts run together hold the whole header.
+    key = next(sample.text for sample in SECRETS if sample.kind == "private-key")
+    header_end = key.index("-----\n", key.index("PRIVATE KEY")) + len("-----\n")
+    cut = key.index("PRIVATE KEY") + len("PRIV")
+    armour = "Comment: exported by the build\n" * 10
+    memo = ConversationMemo()
+    old = [INSTRUCTIONS, TOOL_OUTPUT + key[:cut], key[cut:header_end] + armour]
+    assert memo.first_secret_kind("alice", old) is None
+    new = [*old, key[header_end:]]
+    assert first_secret("\n".join(new)) is None
+    assert memo.first_secret_kind("alice", new) == whole_scan_kind(new) == "private-key"
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_turn_by_turn_agrees_with_a_whole_scan(seed: int) -> None:
     """Conversations growing by random turns (ordinary text, tool output, secrets, pieces of
