@@ -143,6 +143,10 @@ class Limiter:
     async def admit(self, demand: Demand) -> Admission:
         config = self._config()
         limits = config.gateway.limits_of(demand.client)
+        if not _limited(limits):  # nothing to reserve: the lease only carries the ledger's entry
+            ask = Ask(demand.client, "", limits, 0, None, 0, "", 0)
+            lease = Lease(ask, demand.task_class, False, demand.prompt_chars)
+            return Admission(Verdict(None), limits, lease)
         answerers = (
             self._answerers(demand.task_class, demand.model)
             if self._answerers is not None
@@ -155,10 +159,6 @@ class Limiter:
             if prompt is None
             else prompt + max_tokens
         )
-        if not _limited(limits):  # nothing to reserve: the lease only carries the ledger's entry
-            ask = Ask(demand.client, "", limits, tokens, None, 0, "", 0)
-            lease = Lease(ask, demand.task_class, False, demand.prompt_chars)
-            return Admission(Verdict(None), limits, lease)
         now = utc_now()
         budget = budget_micros(limits)
         ask = Ask(
