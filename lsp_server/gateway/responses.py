@@ -259,18 +259,19 @@ def _count(usage: Any, key: str) -> int:
 
 
 def _strings(value: Any) -> list[str]:
-    """Every string in a JSON value, keys too."""
+    """Every string in a JSON value, keys too (a JSON object's keys are strings)."""
     found: list[str] = []
     stack = [value]
+    take, push, pop = found.append, stack.extend, stack.pop
     while stack:
-        item = stack.pop()
+        item = pop()
         if isinstance(item, str):
-            found.append(item)
+            take(item)
         elif isinstance(item, dict):
-            found.extend(str(key) for key in item)
-            stack.extend(item.values())
+            found.extend(item)
+            push(item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            push(item)
     return found
 
 
