@@ -26,7 +26,6 @@ it twice. Hedges share the inline hedge budget's ratio (`max_hedge_ratio`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 from lsp_server.backends.base import ChatRequest
@@ -37,7 +36,13 @@ from lsp_server.reasons import Reason
 from lsp_server.routing.decision_log import DecisionKind
 from lsp_server.routing.endpoint_pool import Endpoint, EndpointPool, healthy_first
 from lsp_server.routing.gate import Gate
-from lsp_server.routing.sequential_route import SequentialPlan, capped, relay_events
+from lsp_server.routing.sequential_route import (
+    ChatCall,
+    SequentialPlan,
+    capped,
+    chat_events,
+    relay_events,
+)
 
 PRIOR_MS = 1000.0  # before any data: the configured order, a step apart
 
@@ -60,11 +65,12 @@ class ChatRoute:
         `tools_not_supported`). `local_only`: why the conversation must stay here, as the
         chat service found it; the gate adds the offline mode. `relay`: the caller passes the
         answer on as it streams, and takes an upstream's own events where one can give them."""
-        plan = self._choose(model, request, local_only=local_only)
-        return dataclasses.replace(plan, call=relay_events) if relay else plan
+        return self._choose(
+            model, request, local_only=local_only, call=relay_events if relay else chat_events
+        )
 
     def _choose(
-        self, model: str, request: ChatRequest, *, local_only: Reason | None
+        self, model: str, request: ChatRequest, *, local_only: Reason | None, call: ChatCall
     ) -> SequentialPlan:
         held = local_only
         local_only = self._gate.verdict(held)
@@ -84,9 +90,10 @@ class ChatRoute:
             )
         if local_only is not None or model == LOCAL:
             why = local_only or Reason.PINNED  # `local` names the local model
-            return self._plan(self._local_only(request, local_only), why, held, may_hedge=False)
+            here = self._local_only(request, local_only)
+            return self._plan(here, why, held, may_hedge=False, call=call)
         if named is not None:
-            return self._plan([named], Reason.PINNED, held, may_hedge=False)
+            return self._plan([named], Reason.PINNED, held, may_hedge=False, call=call)
         remotes, reason = self._class_endpoints(model)
         local = self._pool.local
         candidates = remotes + ([local] if local is not None else [])
@@ -96,7 +103,8 @@ class ChatRoute:
                 "no endpoint serves chat and the local model is disabled ([local] enabled = false)",
             )
         may_hedge = not request.tools or self._config().routing.hedge_tool_calls
-        return self._plan(candidates, reason, held, may_hedge=may_hedge and len(remotes) > 1)
+        may_hedge = may_hedge and len(remotes) > 1
+        return self._plan(candidates, reason, held, may_hedge=may_hedge, call=call)
 
     def may_answer(self, model: str) -> list[Endpoint]:
         """The remote endpoints a chat naming `model` may be asked of, before its privacy is
@@ -119,6 +127,7 @@ class ChatRoute:
         held: Reason | None,
         *,
         may_hedge: bool,
+        call: ChatCall,
     ) -> SequentialPlan:
         return SequentialPlan(
             kind=DecisionKind.CHAT,
@@ -129,6 +138,7 @@ class ChatRoute:
             may_hedge=may_hedge,
             bounded=_chat_bounded,
             requests_fault=lambda endpoint, failure: failure.requests_fault,
+            call=call,
         )
 
     def _class_endpoints(self, model: str) -> tuple[list[Endpoint], Reason]:
