@@ -20,6 +20,7 @@ from lsp_server.backends.base import ChatMessage, TokenLimitField, ToolCall, Too
 # APIs take) and the gateway applies the rest itself; this only bounds hostile bodies.
 MAX_STOP_SEQUENCES = 256
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
+_CHAT_ROLE_SET = frozenset(CHAT_ROLES)
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -278,33 +279,38 @@ def _tool_choice(payload: dict[str, Any]) -> Any:
 
 
 def _message(item: Any, index: int) -> ChatMessage:
-    param = f"messages[{index}]"
+    """One message; the names of its fields in an error (`messages[3].role`) are written only
+    for the error: an agent's turn sends dozens of messages."""
     if not isinstance(item, dict):
+        param = f"messages[{index}]"
         raise _invalid(param, f"`{param}` must be an object")
     role = item.get("role")
-    if not isinstance(role, str) or role not in CHAT_ROLES:
-        raise _invalid(f"{param}.role", f"`{param}.role` must be one of {', '.join(CHAT_ROLES)}")
+    if not isinstance(role, str) or role not in _CHAT_ROLE_SET:
+        param = f"messages[{index}].role"
+        raise _invalid(param, f"`{param}` must be one of {', '.join(CHAT_ROLES)}")
     content = item.get("content")
     parts: tuple[dict[str, Any], ...] = ()
-    if content is None:
-        text = ""
-    elif isinstance(content, str):
+    if isinstance(content, str):
         text = content
+    elif content is None:
+        text = ""
     elif isinstance(content, list):
         for i, part in enumerate(content):
-            _check_part(part, f"{param}.content[{i}]")
+            _check_part(part, f"messages[{index}].content[{i}]")
         text = "".join(part["text"] for part in content if part["type"] == "text")
         if any(part["type"] != "text" for part in content):
             parts = tuple(content)  # images and the like go on as sent
     else:
-        raise _invalid(f"{param}.content", f"`{param}.content` must be a string or an array")
+        param = f"messages[{index}].content"
+        raise _invalid(param, f"`{param}` must be a string or an array")
     name = item.get("name")
     tool_call_id = item.get("tool_call_id")
+    calls = item.get("tool_calls")
     return ChatMessage(
         role=role,
         content=text,
         parts=parts,
-        tool_calls=_tool_calls(item.get("tool_calls"), f"{param}.tool_calls"),
+        tool_calls=() if calls is None else _tool_calls(calls, index),
         tool_call_id=tool_call_id if isinstance(tool_call_id, str) else "",
         name=name if isinstance(name, str) else "",
     )
@@ -317,16 +323,15 @@ def _check_part(part: Any, param: str) -> None:
         raise _invalid(f"{param}.text", f"`{param}.text` must be a string")
 
 
-def _tool_calls(value: Any, param: str) -> tuple[ToolCall, ...]:
-    if value is None:
-        return ()
+def _tool_calls(value: Any, message: int) -> tuple[ToolCall, ...]:
     if not isinstance(value, list):
+        param = f"messages[{message}].tool_calls"
         raise _invalid(param, f"`{param}` must be an array")
     calls = []
     for index, call in enumerate(value):
-        here = f"{param}[{index}]"
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            here = f"messages[{message}].tool_calls[{index}]"
             raise _invalid(here, f"`{here}` must be a function call with a name")
         arguments = function.get("arguments")
         if isinstance(arguments, dict):

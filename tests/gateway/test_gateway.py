@@ -332,6 +332,30 @@ def test_chat_messages_and_stop_sequences_are_judged_together(
             "messages[0].role",
         ),
         ("chat/completions", {"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+        (
+            "chat/completions",
+            {"messages": [{"role": ["user"], "content": "x"}]},
+            "messages[0].role",
+        ),
+        (
+            "chat/completions",
+            {
+                "messages": [
+                    {"role": "user", "content": "x"},
+                    {"role": "assistant", "tool_calls": 7},
+                ]
+            },
+            "messages[1].tool_calls",
+        ),
+        (
+            "chat/completions",
+            {
+                "messages": [
+                    {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}
+                ]
+            },
+            "messages[0].tool_calls[0]",
+        ),
     ],
 )
 def test_invalid_bodies_get_400_naming_the_field(
