@@ -134,6 +134,32 @@ class EventBounds:
         self._total += len(chunk)
         if self._total > MAX_BODY_BYTES:
             raise BackendError(self._endpoint, FailureKind.PROTOCOL, "stream too large")
+        if b"\r" in chunk or self._after_cr or self._event + len(chunk) > MAX_SSE_EVENT_BYTES:
+            self._count_lines(chunk)
+            return
+        # Line breaks are "\n" alone and the chunk cannot pass the bound: where the event and
+        # the line stand after it is found by searches from its end, not line by line.
+        last_break = chunk.rfind(b"\n")
+        if last_break == -1:
+            self._line += len(chunk)
+            self._event += len(chunk)
+            return
+        blank = chunk.rfind(b"\n\n")
+        if blank != -1:
+            ended = blank + 1  # the break that ends the chunk's last empty line
+        elif chunk[0] == 10 and self._line == 0:
+            ended = 0  # its first byte ends an empty line
+        else:
+            ended = -1
+        after = ended + 1
+        if ended == -1:
+            self._event += len(chunk) - chunk.count(b"\n")
+        else:
+            self._event = len(chunk) - after - chunk.count(b"\n", after)
+        self._line = len(chunk) - last_break - 1
+
+    def _count_lines(self, chunk: bytes) -> None:
+        """`count`'s reading of any chunk, line break by line break."""
         position = 0
         for match in _LINE_BREAK.finditer(chunk):
             if self._after_cr and match.start() == 0 and match.group() == b"\n":

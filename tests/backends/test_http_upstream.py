@@ -4,12 +4,15 @@ counts, and SSE bounds that must hold however the bytes are split into chunks.""
 from __future__ import annotations
 
 import gzip
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from httpx_sse import EventSource
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lsp_server.backends import http_client, sse_stream
 from lsp_server.backends.base import BackendError, token_count
@@ -81,6 +84,38 @@ async def test_an_event_of_many_lines_is_bounded_as_a_whole() -> None:
     many = [b"data: " + b"x" * 1000 + b"\n"] * 2000 + [b"\n", b"data: [DONE]\n\n"]
     with pytest.raises(BackendError, match="SSE event too large"):
         await payloads(sse_response(many))
+
+
+def bounds_after(chunks: list[bytes], count: str) -> list[tuple[int, int, bool] | str]:
+    """Where a line's and an event's bounds stand after each of `chunks`, counted by `count`
+    (the method's name), until the error that refused them."""
+    bounds = sse_stream.EventBounds("e")
+    states: list[tuple[int, int, bool] | str] = []
+    for chunk in chunks:
+        try:
+            getattr(bounds, count)(chunk)
+        except BackendError as refused:
+            return [*states, refused.message]
+        states.append((bounds._line, bounds._event, bounds._after_cr))
+    return states
+
+
+@given(
+    st.lists(st.sampled_from([b"x", b"data: ab", b"\n", b"\n\n", b"\n\n\n"]), max_size=40),
+    st.lists(st.integers(min_value=0, max_value=80), max_size=8),
+    st.sampled_from([b"", b"\r", b"\r\n"]),
+)
+def test_the_quick_count_of_a_chunk_agrees_with_the_line_by_line_one(
+    pieces: list[bytes], cuts: list[int], carriage: bytes
+) -> None:
+    stream = b"".join(pieces)
+    middle = len(stream) // 2
+    stream = stream[:middle] + carriage + stream[middle:]  # a "\r" or none: read line by line
+    ends = sorted({0, len(stream), *(min(cut, len(stream)) for cut in cuts)})
+    chunks = [stream[start:end] for start, end in itertools.pairwise(ends)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sse_stream, "MAX_SSE_EVENT_BYTES", 30)  # reached by some, not by all
+        assert bounds_after(chunks, "count") == bounds_after(chunks, "_count_lines")
 
 
 async def test_a_gzip_stream_sent_anyway_is_inflated() -> None:
