@@ -14,10 +14,11 @@ new). A finding that ends inside the old text is not counted: that text was judg
 all its context, and a finding there comes only from the context cut short.
 
 The digests are chained (each covers every text before it), so a changed earlier message
-changes every digest after it and the conversation is judged from that message on. Memos are
-kept per client and bounded, and a client's remembered verdicts never answer another
-client's request. A text that may hold a private key block (which spans any number of lines)
-has the whole conversation judged.
+changes every digest after it and the conversation is judged from that message on. The texts
+a client's next request begins with as its last one did are compared with them instead of
+digested again. Memos are kept per client and bounded, and a client's remembered verdicts
+never answer another client's request. A text that may hold a private key block (which
+spans any number of lines) has the whole conversation judged.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ _LINES_BEFORE = _REACH + max(_REACH, BLOCK_REACH)
 # On long lines: twice the longest single-line secret the rules know (the guard's margin).
 _CHARS_BEFORE = 8192
 # SHA-256, cut to 16 bytes: where the processor computes it (x86's SHA extensions, ARMv8's),
-# twice as fast as BLAKE2b, and an agent's turn digests its whole conversation (40 KB).
+# twice as fast as BLAKE2b, and a new session digests its whole conversation (40 KB).
 _DIGEST_BYTES = 16
 _OPENING_TEXTS = 2
+# A client's last conversation is kept to compare its next with, up to this size: an agent
+# sends the same instructions every turn, and comparing them costs a tenth of digesting them.
+_LAST_KEPT_CHARS = 256 * 1024
 _ENCODING, _ERRORS = "utf-8", "surrogatepass"
 
 
@@ -53,10 +57,12 @@ class ConversationMemo:
         self._clients = clients
         self._conversations = conversations
         self._clean: OrderedDict[str, OrderedDict[bytes, None]] = OrderedDict()
+        # Each client's last conversation (`_LAST_KEPT_CHARS` at most) and its digests.
+        self._last: dict[str, tuple[Sequence[str], list[bytes]]] = {}
 
     def first_secret_kind(self, client: str, texts: Sequence[str]) -> str | None:
         """The kind of the first secret in `texts`, read apart and run together, or None."""
-        digests = _chained_digests(texts)
+        digests = self._digests(client, texts)
         known = self._known(client)
         judged = next((n for n in range(len(texts), 0, -1) if digests[n - 1] in known), 0)
         if judged == len(texts):
@@ -89,17 +95,35 @@ class ConversationMemo:
         if known is None:
             known = self._clean[client] = OrderedDict()
             if len(self._clean) > self._clients:
-                self._clean.popitem(last=False)
+                removed, _ = self._clean.popitem(last=False)
+                self._last.pop(removed, None)
         else:
             self._clean.move_to_end(client)
         return known
 
+    def _digests(self, client: str, texts: Sequence[str]) -> list[bytes]:
+        """`_chained_digests(texts)`; the texts the client's last conversation began with too
+        are compared with it, not digested again (equal texts, equal digests)."""
+        last_texts, last_digests = self._last.get(client, ((), []))
+        same = 0
+        for text, last in zip(texts, last_texts, strict=False):
+            if text != last:
+                break
+            same += 1
+        digests = _chained_digests(texts[same:], last_digests[:same])
+        if sum(map(len, texts)) <= _LAST_KEPT_CHARS:
+            self._last[client] = (tuple(texts), digests)
+        else:
+            self._last.pop(client, None)
+        return digests
 
-def _chained_digests(texts: Sequence[str]) -> list[bytes]:
+
+def _chained_digests(texts: Sequence[str], before: list[bytes]) -> list[bytes]:
     """For each text, a digest of it and of every text before it (with their lengths, so the
-    same characters cut otherwise give another digest)."""
-    digests = []
-    digest = b""
+    same characters cut otherwise give another digest), after `before`, the digests of the
+    texts that come first."""
+    digests = before
+    digest = digests[-1] if digests else b""
     for text in texts:
         encoded = text.encode(_ENCODING, _ERRORS)
         hasher = hashlib.sha256(digest)

@@ -156,3 +156,6 @@ def test_memory_is_bounded() -> None:
         for turn in range(20):
             memo.first_secret_kind(f"client-{client}", [INSTRUCTIONS, f"turn {turn}"])
     assert memo.remembered() <= 3 * 5
+    assert len(memo._last) <= 3  # the last conversation kept to compare with, per client
+    memo.first_secret_kind("client-9", [INSTRUCTIONS * 100])
+    assert "client-9" not in memo._last  # too long to keep
