@@ -105,7 +105,9 @@ class LoopCounts:
             del loop.call_at
 
 
-async def per_request(upstream: FakeLLMServer, body: dict[str, Any]) -> tuple[float, float]:
+async def per_request(
+    upstream: FakeLLMServer, body: dict[str, Any], path: str = "/chat/completions"
+) -> tuple[float, float]:
     """The tasks a request makes (the most of any round) and its timers (the fewest of any
     round): a read or a write that has to wait makes a timer, and a loaded machine makes more
     of them wait, so the quietest round is the one that shows what the code itself asks for."""
@@ -114,7 +116,7 @@ async def per_request(upstream: FakeLLMServer, body: dict[str, Any]) -> tuple[fl
         with httpx.Client(base_url=base_url, timeout=10) as client:
 
             def ask() -> None:
-                with client.stream("POST", "/chat/completions", json=body) as answer:
+                with client.stream("POST", path, json=body) as answer:
                     assert answer.status_code == 200
                     answer.read()
 
@@ -149,4 +151,13 @@ async def test_a_streamed_chat_makes_three_tasks_and_few_timers(upstream: FakeLL
     # one watch of the client from the wait for the first piece to the stream's end. The
     # upstream is `openai`: its events are relayed, within the bounds their rewriting kept.
     tasks, timers = await per_request(upstream, {**CHAT, "stream": True})
+    assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+
+
+async def test_a_streamed_responses_turn_makes_three_tasks_and_few_timers(
+    upstream: FakeLLMServer,
+) -> None:
+    # As a streamed chat: the Responses API bridged onto the chat path, its events rewritten.
+    body = {"model": "up", "input": "Say hi.", "instructions": "Be brief.", "stream": True}
+    tasks, timers = await per_request(upstream, body, "/responses")
     assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
