@@ -10,16 +10,24 @@ the socket did not take at once), timeouts are asyncio's, and failures become
 httpcore's exceptions as its own backends map them. TLS is the event loop's (`start_tls`). A
 name's addresses are tried one after the other, as httpx's own synchronous client tries them
 (uvloop's event loop, which the servers run on, has no happy eyeballs).
+
+Opening a connection (the TCP connect, the TLS handshake) is noted in the `ConnectionSetup` of
+the request that opens it (`noting_setup`): whether it opened one, and how long that took.
+httpcore's trace hook told the same at the cost of a call for each of a request's ten steps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import ssl
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpcore
@@ -28,6 +36,44 @@ import httpcore
 SocketOption = (
     tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
 )
+
+
+@dataclass(slots=True)
+class ConnectionSetup:
+    """What opening connections cost one request: whether it began to open one, and the
+    seconds its set-up steps (connecting, the TLS handshake) took, failed ones too."""
+
+    opened: bool = False
+    seconds: float = 0.0
+
+
+_SETUP: ContextVar[ConnectionSetup | None] = ContextVar("connection_setup", default=None)
+
+
+@contextlib.contextmanager
+def noting_setup() -> Iterator[ConnectionSetup]:
+    """The set-up of the connections opened within the block, by the task that runs it (the
+    request's: httpcore opens a request's connection in the request's own task)."""
+    setup = ConnectionSetup()
+    token = _SETUP.set(setup)
+    try:
+        yield setup
+    finally:
+        _SETUP.reset(token)
+
+
+@contextlib.contextmanager
+def _timed_setup() -> Iterator[None]:
+    setup = _SETUP.get()
+    if setup is None:
+        yield
+        return
+    setup.opened = True
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        setup.seconds += time.perf_counter() - started
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):
@@ -72,8 +118,9 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         timeout: float | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            async with _within(timeout):
-                await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
+            with _timed_setup():
+                async with _within(timeout):
+                    await self._writer.start_tls(ssl_context, server_hostname=server_hostname)
         except TimeoutError as exc:
             await self.aclose()
             raise httpcore.ConnectTimeout(exc) from exc
@@ -125,10 +172,11 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            async with _within(timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, local_addr=(local_address, 0) if local_address else None
-                )
+            with _timed_setup():
+                async with _within(timeout):
+                    reader, writer = await asyncio.open_connection(
+                        host, port, local_addr=(local_address, 0) if local_address else None
+                    )
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
         except OSError as exc:
@@ -143,8 +191,9 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         try:
-            async with _within(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
+            with _timed_setup():
+                async with _within(timeout):
+                    reader, writer = await asyncio.open_unix_connection(path)
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(exc) from exc
         except OSError as exc:

@@ -8,15 +8,14 @@ import asyncio
 import contextlib
 import importlib
 import ssl
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 import httpx
 
 from lsp_server import json_codec
-from lsp_server.backends.asyncio_network import AsyncioBackend
+from lsp_server.backends.asyncio_network import AsyncioBackend, ConnectionSetup, noting_setup
 from lsp_server.backends.base import BackendError, Usage
 from lsp_server.backends.connection_pool import LinearConnectionPool
 from lsp_server.backends.http_body import read_limited
@@ -34,8 +33,8 @@ MAX_KEEPALIVE_CONNECTIONS = 64
 JSON_TYPE = "application/json"
 # The model list read by a warm-up call is small; more than this is not read.
 MODEL_LIST_MAX_BYTES = 64 * 1024
-# Connection set-up steps timed by `setup_timing` (httpcore trace events, without the prefix).
-_SETUP_STEPS = ("connect_tcp", "connect_unix_socket", "start_tls")
+# The request extension that carries the `Usage` its connection set-up is added to.
+_USAGE_EXTENSION = "gateway_ls.usage"
 
 # A reasoning model may think for a long while before its first byte; the router's refactor
 # deadline, not the per-read timeout, is what bounds a refactor.
@@ -167,11 +166,19 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        connected = _watch_connects(request)
+        with noting_setup() as setup:
+            try:
+                return await self._retrying(request, setup)
+            finally:
+                usage = request.extensions.get(_USAGE_EXTENSION)
+                if isinstance(usage, Usage):
+                    usage.setup_ms += setup.seconds * 1000
+
+    async def _retrying(self, request: httpx.Request, setup: ConnectionSetup) -> httpx.Response:
         try:
             return await super().handle_async_request(request)
         except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
-            if connected():
+            if setup.opened:
                 raise  # a fresh connection failed: the upstream's fault, not the pool's
         except asyncio.CancelledError:
             await _close_stranded_connections(self._pool)
@@ -182,26 +189,6 @@ class CancellationSafeTransport(httpx.AsyncHTTPTransport):
         except asyncio.CancelledError:
             await _close_stranded_connections(self._pool)
             raise
-
-
-def _watch_connects(request: httpx.Request) -> Callable[[], bool]:
-    """Note, through httpcore's trace hook, whether the request opened a new connection. The
-    connection's events, every set-up step among them, go on to the request's own hook
-    (`setup_timing`); the request's other steps are not passed on."""
-    opened = False
-    outer: Callable[[str, dict[str, Any]], Awaitable[None]] | None = request.extensions.get("trace")
-
-    async def trace(event: str, info: dict[str, Any]) -> None:
-        nonlocal opened
-        if not event.startswith("connection."):
-            return  # the request's own steps (ten a request); every set-up step is a connection's
-        if event.startswith("connection.connect_") and event.endswith(".started"):
-            opened = True
-        if outer is not None:
-            await outer(event, info)
-
-    request.extensions["trace"] = trace
-    return lambda: opened
 
 
 async def _close_idle_connections(pool: Any) -> None:
@@ -243,22 +230,7 @@ def json_content(body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
 def setup_timing(usage: Usage | None) -> dict[str, Any]:
     """Request extensions that add the time spent opening a connection (TCP connect, TLS
     handshake) to `usage.setup_ms`, so the router does not count it as model latency."""
-    if usage is None:
-        return {}
-    started: dict[str, float] = {}
-
-    async def trace(event: str, info: dict[str, Any]) -> None:
-        _, _, rest = event.partition(".")
-        step, _, phase = rest.rpartition(".")
-        if step not in _SETUP_STEPS:
-            return
-        if phase == "started":
-            started[step] = time.perf_counter()
-        elif step in started:
-            usage.setup_ms += (time.perf_counter() - started.pop(step)) * 1000
-
-    hook: Callable[[str, dict[str, Any]], Awaitable[None]] = trace
-    return {"trace": hook}
+    return {} if usage is None else {_USAGE_EXTENSION: usage}
 
 
 async def open_connection(client: httpx.AsyncClient, path: str, headers: dict[str, str]) -> None:
