@@ -8,7 +8,7 @@ import contextlib
 import json
 import zlib
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -65,8 +65,9 @@ async def read_json(endpoint: str, response: httpx.Response) -> dict[str, Any]:
     return data
 
 
-async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The response body as it arrives, decoded.
+def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The response body as it arrives, decoded: an uncompressed one as httpx reads it, with
+    no generator of its own between (each is a step for every chunk of a stream).
 
     Bodies are asked for without compression; a gzip or deflate body sent anyway is inflated on
     a worker thread, in bounded steps, so a small body that inflates hugely neither stalls the
@@ -74,9 +75,8 @@ async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator
     """
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
-        async for chunk in response.aiter_raw():
-            yield chunk
-        return
+        # httpx types its generator as a mere iterator; it is an async generator (`aclose`).
+        return cast(AsyncGenerator[bytes, None], response.aiter_raw())
     if encoding in ("gzip", "x-gzip"):
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     elif encoding == "deflate":
@@ -85,6 +85,12 @@ async def body_chunks(endpoint: str, response: httpx.Response) -> AsyncGenerator
         raise BackendError(
             endpoint, FailureKind.PROTOCOL, f"unsupported content-encoding: {short(encoding, 40)}"
         )
+    return _inflated(endpoint, response, inflater)
+
+
+async def _inflated(
+    endpoint: str, response: httpx.Response, inflater: Any
+) -> AsyncGenerator[bytes, None]:
     produced = 0
     async for chunk in response.aiter_raw():
         pending = chunk
