@@ -15,10 +15,12 @@ routing and the upstream call. All paths run interleaved in one run over keep-al
 connections; the gateway's CPU per request is printed too (steadier than wall time on a
 shared machine). `--granian`: the gateway and the floor are also served by granian
 (`bench/granian_server.py`) in the same run, and each app's added latency and CPU per request
-are compared under the two servers.
+are compared under the two servers. `--against DIR`: a second gateway, run from another
+checkout's code (`DIR`, say a worktree of main) with this interpreter, takes the same turns
+interleaved with the rest, so a change's CPU is read against its base in the same seconds.
 
 Run from the repository root: `python -m bench.bench_agent_turn [--requests 200] [--turns 8]
-[--no-litellm] [--granian]`.
+[--no-litellm] [--granian] [--against DIR]`.
 """
 
 from __future__ import annotations
@@ -170,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also serve the gateway and the floor with granian, interleaved with the rest",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="also run the gateway of the checkout in DIR, interleaved with the rest",
+    )
     args = parser.parse_args(argv)
     model_port, gateway_port, litellm_port, floor_port = (free_port() for _ in range(4))
     model_url = f"http://127.0.0.1:{model_port}/v1"
@@ -254,6 +262,35 @@ def main(argv: list[str] | None = None) -> int:
             "gateway": psutil.Process(gateway.pid),
             "floor proxy": psutil.Process(floor.pid),
         }
+        if args.against is not None:
+            port = free_port()
+            against = stack.enter_context(
+                process(
+                    [*gateway_args, "--port", str(port)],
+                    f"http://127.0.0.1:{port}/healthz",
+                    workdir / "against.log",
+                    cwd=args.against,
+                )
+            )
+            measured["against"] = psutil.Process(against.pid)
+            url = f"http://127.0.0.1:{port}/v1"
+            paths += [
+                Route(
+                    "responses, gateway of --against",
+                    f"{url}/responses",
+                    sessions.responses,
+                    responses_done,
+                    client,
+                ),
+                Route(
+                    "chat, gateway of --against",
+                    f"{url}/chat/completions",
+                    sessions.chat,
+                    chat_done,
+                    client,
+                ),
+            ]
+            baselines += [paths[0], paths[2]]
         if args.granian:
             for app, target in (("gateway", str(config)), ("floor", model_url)):
                 port = free_port()
@@ -351,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nthe gateway's CPU per request (both gateway paths): {gateway_ms:.2f} ms")
     print(f"the floor proxy's CPU per request (both of its paths): {floor_ms:.2f} ms")
     print(f"the gateway over the floor proxy, CPU per request: {gateway_ms - floor_ms:+.2f} ms")
+    if "against" in cpu_ms:
+        against_ms = cpu_ms["against"] / (2 * args.requests)
+        print(
+            f"the gateway of {args.against}: {against_ms:.2f} ms, {against_ms - floor_ms:+.2f} ms "
+            f"over the floor proxy; this one's CPU over its: {gateway_ms / against_ms:.3f}"
+        )
     if args.granian:
         print_servers(by_name, {name: ms / (2 * args.requests) for name, ms in cpu_ms.items()})
     return 0

@@ -36,13 +36,15 @@ def process(
     *,
     env: Mapping[str, str] | None = None,
     cores: set[int] | None = None,
+    cwd: Path = ROOT,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `args` until the block ends, its output to `log` (None: discarded), pinned to
-    `cores` if given; ready once `ready_url` answers with a status below 500."""
+    """Run `args` in `cwd` (the repository's root) until the block ends, its output to `log`
+    (None: discarded), pinned to `cores` if given; ready once `ready_url` answers with a status
+    below 500."""
     with log.open("wb") if log is not None else contextlib.nullcontext() as output:
         child = subprocess.Popen(
             args,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output if output is not None else subprocess.DEVNULL,
