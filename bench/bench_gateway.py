@@ -11,11 +11,13 @@ $LITELLM), the LiteLLM proxy is measured in front of the same endpoint for compa
 `--granian`: the gateway and the floor are also served by granian (`bench/granian_server.py`),
 in the same interleaved run, and each app's added latency and CPU per request are compared
 under the two servers. `--stream-chat`: the request is a streamed chat completion instead (an
-answer of about 160 tokens, an event each, which the gateway relays), and the floor's CPU per
-request is printed beside the gateway's.
+answer of about 160 tokens, an event each, which the gateway relays); `--stream-completion`: a
+streamed completion, a keystroke's (an answer of two short lines, a token an event, as
+`bench_team`'s model streams them). Streamed, the floor's CPU per request is printed beside the
+gateway's.
 
 Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--granian]
-[--stream-chat]`.
+[--stream-chat | --stream-completion]`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -48,6 +51,8 @@ BODY = {
     "suffix": "\n\nprint(add(1, 2))\n",
     "max_tokens": 16,
 }
+# A keystroke's answer: two short lines, streamed 4 characters (a token) an event.
+KEYSTROKE_ANSWER = "total = a + b\n    return total\n"
 CHAT_BODY = {
     "model": "fake-model",
     "messages": [{"role": "user", "content": "Write add(a, b) in Python."}],
@@ -65,6 +70,8 @@ CHAT_ANSWER = (
     "    print(add(1, 2))\n"
     "    print(add(40, 2))\n"
 ) * 2
+# A streamed completion's text in an event, as the endpoint (spaced) and gateway-ls write it.
+_STREAMED_TEXT = re.compile(rb'"text":\s*"[^"]')
 
 
 @dataclass
@@ -76,6 +83,7 @@ class Target:
     samples_ms: list[float]
     server: psutil.Process | None = None  # the process whose CPU per request is reported
     cpu_ms: float = 0.0  # its CPU per measured request
+    streamed: bool = False  # a completion asked as a stream
 
     def call(self) -> None:
         started = time.perf_counter()
@@ -85,6 +93,13 @@ class Target:
             ) as response:
                 body = response.read()
             answered = body.rstrip().endswith(b"data: [DONE]") and b'"content"' in body
+        elif self.streamed:
+            with self.client.stream(
+                "POST", self.url, json={**BODY, "model": self.model, "stream": True}
+            ) as response:
+                body = response.read()
+            ended = body.rstrip().endswith(b"data: [DONE]")
+            answered = ended and _STREAMED_TEXT.search(body) is not None
         else:
             response = self.client.post(self.url, json={**BODY, "model": self.model})
             answered = response.status_code == 200 and bool(response.json()["choices"][0]["text"])
@@ -183,17 +198,28 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also serve the gateway and the floor with granian, interleaved with the rest",
     )
-    parser.add_argument(
+    streams = parser.add_mutually_exclusive_group()
+    streams.add_argument(
         "--stream-chat", action="store_true", help="a streamed chat completion, not a completion"
     )
+    streams.add_argument(
+        "--stream-completion",
+        action="store_true",
+        help="a streamed completion of a keystroke's size, not a whole one",
+    )
     args = parser.parse_args(argv)
+    streamed = args.stream_chat or args.stream_completion
     route = "chat/completions" if args.stream_chat else "completions"
     endpoint_port, gateway_port, litellm_port = free_port(), free_port(), free_port()
     endpoint_url = f"http://127.0.0.1:{endpoint_port}/v1"
     command = litellm_command()
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        answer = CHAT_ANSWER if args.stream_chat else "return a + b\n"
+        answer = "return a + b\n"
+        if args.stream_chat:
+            answer = CHAT_ANSWER
+        elif args.stream_completion:
+            answer = KEYSTROKE_ANSWER
         stack.enter_context(fake_endpoint(endpoint_port, answer, log=workdir / "endpoint.log"))
 
         def served(
@@ -204,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         ) -> Target:
             started = psutil.Process(stack.enter_context(server).pid)
             client = stack.enter_context(keep_alive_client("unused"))
-            return Target(name, local_url(port, route), model, client, [], started)
+            url = local_url(port, route)
+            return Target(name, url, model, client, [], started, streamed=args.stream_completion)
 
         config = gateway_config(workdir, endpoint_url)
         floor_port = free_port()
@@ -215,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 "fake-model",
                 stack.enter_context(keep_alive_client("unused")),
                 [],
+                streamed=args.stream_completion,
             ),
             served(
                 "gateway-ls gateway -> endpoint",
@@ -252,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 ),
             ]
-        if command is not None and not args.stream_chat:
+        if command is not None and not streamed:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
             targets.append(
                 Target(
@@ -265,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         measure(targets, args.requests)
         status = httpx.get(f"http://127.0.0.1:{gateway_port}/v1/gateway-ls/status").json()
-    asked = "streamed /v1/chat/completions" if args.stream_chat else "non-streaming /v1/completions"
+    asked = "non-streaming /v1/completions"
+    if args.stream_chat:
+        asked = "streamed /v1/chat/completions"
+    elif args.stream_completion:
+        asked = "streamed /v1/completions (a keystroke's answer)"
     print(f"{asked}, {args.requests} requests per path, keep-alive\n")
     print_table(targets, targets[0])
     added = percentile(targets[1].samples_ms, 0.5) - percentile(targets[0].samples_ms, 0.5)

@@ -7,12 +7,13 @@
 
 The tasks (bench/quality_set.py) mask single lines, two- and three-line spans, and a cross-file
 subset of lines that use a name imported from another module of their package, all from the
-standard library of the Python that runs the bench. For each condition (a local-model preset,
-context beyond the file on or off) one `gateway-ls serve` runs over stdio, configured for the
-local model alone, and every task is asked as an editor would ask it: the imported modules are
-opened first as tabs (context on only), then the masked file; an inline completion at the
-cursor (cold: the document was just opened), then one typed character and another request
-(warm: the keystroke after it, the prompt's start already in the model's KV cache).
+standard library of the Python that runs the bench. For each condition (a local-model preset or
+a `.gguf` file, context beyond the file on or off) one `gateway-ls serve` runs over stdio,
+configured for the local model alone, and every task is asked as an editor would ask it: the
+imported modules are opened first as tabs (context on only), then the masked file; an inline
+completion at the cursor (cold: the document was just opened), then one typed character and
+another request (warm: the keystroke after it, the prompt's start already in the model's KV
+cache).
 
 Scores, on the cold answer: exact match of the masked line(s), whitespace-trimmed; edit
 similarity (CrossCodeEval's: rapidfuzz's normalized Indel ratio); identifier match (the same
@@ -48,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -97,11 +99,18 @@ class Condition:
     model: str
     context: bool
     client: str = ""  # --first: "ours" (reports the cursor) or "stock"
+    read_ahead: bool = True  # `[local] read_ahead`
 
     @property
     def label(self) -> str:
         client = f" {self.client}" if self.client else ""
-        return f"{self.model} ctx-{'on' if self.context else 'off'}{client}"
+        reading = "" if self.read_ahead else " read-ahead-off"
+        return f"{Path(self.model).name} ctx-{'on' if self.context else 'off'}{client}{reading}"
+
+    @property
+    def model_file(self) -> bool:
+        """The model is a `.gguf` file of its own (`[local] model_path`), not a preset."""
+        return self.model.endswith(".gguf")
 
 
 @dataclass(slots=True)
@@ -174,13 +183,18 @@ def config_text(
     routing = '[routing]\noffline = "always"\n'
     if CONTEXT_KNOWN:
         routing += f"context = {'true' if condition.context else 'false'}\n"
-    local = f'[local]\nmodel = "{condition.model}"\n'
+    if condition.model_file:
+        local = f"[local]\nmodel_path = {json.dumps(str(Path(condition.model).resolve()))}\n"
+    else:
+        local = f'[local]\nmodel = "{condition.model}"\n'
     if args.threads is not None:
         local += f"n_threads = {args.threads}\n"
     elif args.first is None:
         local += "n_threads = 1\n"
     if args.first is None:
         local += f"deadline_ms = {args.answer_deadline_ms}\n"
+    if not condition.read_ahead:
+        local += "read_ahead = false\n"
     if args.window_tokens is not None:
         local += f"window_tokens = {args.window_tokens}\n"
     if condition.context and args.first is None:
@@ -225,7 +239,7 @@ async def run_condition(
             if args.first is not None:
                 assert outcomes_by_client is not None
                 for variant in outcomes_by_client:
-                    ours = Condition(condition.model, condition.context, variant)
+                    ours = dataclasses.replace(condition, client=variant)
                     outcome = await _ask_first(
                         client, task, root, folder / variant, ours, args.first
                     )
@@ -355,20 +369,7 @@ async def _ask(
     answer = await inline(client, target_path, position)
     cold_ms = (time.perf_counter() - start) * 1000
 
-    typed = task.target[0]
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(
-                uri=target_path.as_uri(), version=2
-            ),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(start=position, end=position), text=typed
-                )
-            ],
-        )
-    )
-    after = types.Position(line=position.line, character=position.character + 1)
+    after = _type_first_character(client, target_path, position, task.target[0])
     start = time.perf_counter()
     warm_answer = await inline(client, target_path, after)
     warm_ms = (time.perf_counter() - start) * 1000
@@ -391,7 +392,8 @@ async def _ask_first(
     read_s: float,
 ) -> Outcome:
     """Open the document (its imports as tabs first, context on only), report the cursor if
-    the client is ours, read for `read_s`, ask once."""
+    the client is ours, read for `read_s`, ask once; then type the target's first character
+    and ask again (the keystroke after a typed character)."""
     source = (root / task.relpath).read_text(encoding="utf-8", errors="replace")
     text, cursor_line = masked_text(source, task, 0)
     target_path = folder / task.relpath
@@ -421,13 +423,34 @@ async def _ask_first(
     start = time.perf_counter()
     answer = await inline(client, target_path, position)
     first_ms = (time.perf_counter() - start) * 1000
+    after = _type_first_character(client, target_path, position, task.target[0])
+    start = time.perf_counter()
+    typed_answer = await inline(client, target_path, after)
+    typed_ms = (time.perf_counter() - start) * 1000
     for path in opened:
         client.text_document_did_close(
             types.DidCloseTextDocumentParams(
                 text_document=types.TextDocumentIdentifier(uri=path.as_uri())
             )
         )
-    return Outcome(task, answer, first_ms, 0.0, "")
+    return Outcome(task, answer, first_ms, typed_ms, typed_answer)
+
+
+def _type_first_character(
+    client: LanguageClient, path: Path, position: types.Position, typed: str
+) -> types.Position:
+    """Type `typed` at `position` of the just opened `path`; the cursor after it."""
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position, end=position), text=typed
+                )
+            ],
+        )
+    )
+    return types.Position(line=position.line, character=position.character + utf16_len(typed))
 
 
 async def _evict(client: LanguageClient, workspace: Path) -> None:
@@ -508,21 +531,25 @@ def print_scores(results: dict[Condition, list[Outcome]]) -> None:
 
 
 def print_first(results: dict[Condition, list[Outcome]]) -> None:
-    """The first keystroke per condition: exact, empty, and how long it took."""
+    """The first keystroke per condition: exact, empty, and how long it took; and the
+    keystroke after a typed character: how long, and the share within the deadline."""
     header = (
-        f"{'condition':<36} {'n':>4} {'exact %':>8} {'edit sim':>8} {'empty %':>8} "
-        f"{'first p50':>9} {'first p90':>9}"
+        f"{'condition':<50} {'n':>4} {'exact %':>8} {'edit sim':>8} {'empty %':>8} "
+        f"{'first p50':>9} {'first p90':>9} {'typed p50':>9} {'typed p90':>9} {'typed<=dl':>9}"
     )
     print(header)
     print("-" * len(header))
     for condition, outcomes in results.items():
         first = [o.cold_ms for o in outcomes]
+        typed = [o.warm_ms for o in outcomes]
         print(
-            f"{condition.label:<36} {len(outcomes):>4} "
+            f"{condition.label:<50} {len(outcomes):>4} "
             f"{_rate([o.exact for o in outcomes]):>8.1f} "
             f"{_rate([o.similarity for o in outcomes]):>8.1f} "
             f"{_rate([o.empty for o in outcomes]):>8.1f} "
-            f"{percentile(first, 0.5):>9.0f} {percentile(first, 0.9):>9.0f}"
+            f"{percentile(first, 0.5):>9.0f} {percentile(first, 0.9):>9.0f} "
+            f"{percentile(typed, 0.5):>9.0f} {percentile(typed, 0.9):>9.0f} "
+            f"{_rate([t <= SHIPPED_DEADLINE_MS for t in typed]):>9.1f}"
         )
 
 
@@ -583,7 +610,11 @@ def _interval(stat: tuple[float, float, float]) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=DEFAULT_PRESET, help="comma-separated presets")
+    parser.add_argument(
+        "--models",
+        default=DEFAULT_PRESET,
+        help="comma-separated presets, or .gguf files (as [local] model_path)",
+    )
     parser.add_argument(
         "--context",
         default="off,on" if CONTEXT_KNOWN else "off",
@@ -608,6 +639,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--clients",
         default="ours,stock",
         help="with --first: ours (reports the cursor), stock (does not), comma-separated",
+    )
+    parser.add_argument(
+        "--read-ahead",
+        default="on",
+        help="with --first: on, off ([local] read_ahead), comma-separated, one server each",
     )
     parser.add_argument("--answer-deadline-ms", type=int, default=60_000)
     parser.add_argument("--no-busy", action="store_true", help="leave every core free")
@@ -661,6 +697,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="ask nothing: score and compare the outcomes that --json runs saved",
     )
     args = parser.parse_args(argv)
+    if args.llama_server and any(m.strip().endswith(".gguf") for m in args.models.split(",")):
+        parser.error("--llama-server serves presets; a .gguf file goes without it")
     if args.llama_server and args.first is not None:
         parser.error("--first measures the local model; it does not go with --llama-server")
     return args
@@ -672,7 +710,13 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
     if args.limit:
         tasks = tasks[: args.limit]
     contexts = [c.strip() == "on" for c in args.context.split(",") if c.strip()]
-    conditions = [Condition(m.strip(), c) for m in args.models.split(",") for c in contexts]
+    readings = [r.strip() == "on" for r in args.read_ahead.split(",") if r.strip()]
+    conditions = [
+        Condition(m.strip(), c, read_ahead=r)
+        for m in args.models.split(",")
+        for c in contexts
+        for r in (readings if args.first is not None else [True])
+    ]
     kinds = {k: sum(t.kind == k for t in tasks) for k in ("line", "span", "cross-file")}
     print(
         f"Python {sys.version.split()[0]} standard library ({stdlib_root()}), seed {args.seed}, "
@@ -701,7 +745,7 @@ async def main_async(args: argparse.Namespace) -> dict[Condition, list[Outcome]]
             if args.first is not None:
                 by_client = {
                     name.strip(): results.setdefault(
-                        Condition(condition.model, condition.context, name.strip()), []
+                        dataclasses.replace(condition, client=name.strip()), []
                     )
                     for name in args.clients.split(",")
                     if name.strip()

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from bench.harness.fake_llm_server import Behaviour, FakeLLMServer
 from bench.harness.redis_server import RedisServer
@@ -13,6 +14,11 @@ from tests.model_fixtures import bundled_model_path, local_backend
 from tests.support.real_tools import require_redis_server, skip_uninstalled
 
 __all__ = ["bundled_model_path", "fake_endpoint", "local_backend", "redis_server"]
+
+# Property tests assert behaviour, not time: on a shared machine one example may wait for a
+# core longer than hypothesis's default 200 ms deadline, which then fails a correct test.
+settings.register_profile("shared-machine", deadline=None)
+settings.load_profile("shared-machine")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,7 +14,13 @@ import time
 from typing import Any
 
 from lsp_server.backends.local.auto_choice import Candidate, choose, ranked
-from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
+from lsp_server.backends.local.keystroke_cost import (
+    READ_BEFORE_TYPING_S,
+    first_keystroke_after_reading_s,
+    first_keystroke_s,
+    prompt_read_s,
+    warm_keystroke_s,
+)
 from lsp_server.backends.local.machine_fit import calibrate, candidates
 from lsp_server.backends.model_presets import ModelPreset
 from lsp_server.cli.table import render_table
@@ -35,13 +41,15 @@ def print_local_choice(config: LocalConfig, *, recalibrate: bool = False) -> Non
                 "prompt t/s",
                 "gen t/s",
                 "warm keystroke ms",
-                "first keystroke ms",
+                "first keystroke ms: cold",
+                f"after {READ_BEFORE_TYPING_S:g} s reading",
+                "prompt read in s",
                 "fits",
             ],
-            [_row(c, deadline) for c in found],
+            [_row(c, config) for c in found],
         )
     )
-    chosen = choose(found, deadline)
+    chosen = choose(found, deadline, read_ahead=config.read_ahead)
     if config.model_path:
         print(f"local model: {config.model_path} (local.model_path)")
     elif config.model != LOCAL_MODEL_AUTO:
@@ -49,8 +57,8 @@ def print_local_choice(config: LocalConfig, *, recalibrate: bool = False) -> Non
     else:
         name = chosen.name if chosen else "none installed"
         print(
-            f'local model: {name} (model = "auto": its warm and first keystrokes fit '
-            f"{deadline} ms with margin)"
+            f'local model: {name} (model = "auto": its warm keystroke and its first one after '
+            f"{READ_BEFORE_TYPING_S:g} s reading fit {deadline} ms with margin)"
         )
         _print_better(found, chosen)
     _print_switches()
@@ -68,16 +76,23 @@ def _calibrated(config: LocalConfig, again: bool) -> list[Candidate]:
     return candidates(config)
 
 
-def _row(candidate: Candidate, deadline_ms: int) -> tuple[object, ...]:
-    speed = candidate.speed
+def _row(candidate: Candidate, config: LocalConfig) -> tuple[object, ...]:
+    """The predictions: a warm keystroke, a document's first one cold and after reading it a
+    few seconds (warm where its prompt was read by then), and how long reading it takes."""
+    speed, deadline_ms, read_ahead = candidate.speed, config.deadline_ms, config.read_ahead
+    if speed is None:
+        return (candidate.preset.name, "yes" if candidate.installed else "no", *[None] * 6, "-")
+    after_reading = first_keystroke_after_reading_s(speed, deadline_ms, read_ahead=read_ahead)
     return (
         candidate.preset.name,
         "yes" if candidate.installed else "no",
-        speed.prompt_tps if speed else None,
-        speed.generation_tps if speed else None,
-        round(warm_keystroke_s(speed, deadline_ms) * 1000) if speed else None,
-        round(first_keystroke_s(speed) * 1000) if speed else None,
-        ("yes" if candidate.fits(deadline_ms) else "no") if speed else "-",
+        speed.prompt_tps,
+        speed.generation_tps,
+        round(warm_keystroke_s(speed, deadline_ms) * 1000),
+        round(first_keystroke_s(speed) * 1000),
+        round(after_reading * 1000),
+        round(prompt_read_s(speed), 1),
+        "yes" if candidate.fits(deadline_ms, read_ahead=read_ahead) else "no",
     )
 
 

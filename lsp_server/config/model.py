@@ -230,8 +230,10 @@ class LocalConfig:
         ),
     )
     enabled: bool = field(default=True, metadata=key("the local model is used", editor="free"))
-    # Budget of an inline request only the local model can serve (offline, sensitive, no remote
-    # inline endpoint): a CPU model needs longer than a keystroke deadline made for remotes.
+    read_ahead: bool = field(  # off: the model works only when asked (docs/local-models.md)
+        default=True, metadata=key("the local model reads a document's prompt ahead while idle")
+    )
+    # No remote inline endpoint counts too: a CPU model needs longer than a remote's deadline.
     deadline_ms: int = field(
         default=1500,
         metadata=key(
@@ -267,9 +269,8 @@ class LocalConfig:
             'model), "off"'
         ),
     )
-    # Tokens of the current file around the cursor (a quarter of them at most after it); 0: as
-    # many as n_ctx holds. Every one is read on a document's first suggestion: on
-    # bench/bench_quality.py the whole-file window took 1.7x as long cold for no better answers.
+    # A quarter of them at most after the cursor. On bench/bench_quality.py the whole-file
+    # window took 1.7x as long cold for no better answers.
     window_tokens: int = field(
         default=768,
         metadata=key(

@@ -32,6 +32,7 @@ class StreamingCleaner:
         self._request = request
         self._raw = ""
         self._sent = ""
+        self._settled_before = ""  # the settled text the last piece left, cleaned already
         self._diverged = False
         self._echoes = _echo_candidates(request.prefix.replace("\r\n", "\n"))
         self._following = _following_lines(request.suffix.replace("\r\n", "\n"))
@@ -43,6 +44,9 @@ class StreamingCleaner:
         if self._diverged:
             return ""
         settled = self._settled(cut_at_stops(self._raw, self._request.stop))
+        if settled == self._settled_before:
+            return ""  # most pieces settle nothing: a line (a word) settles at its end
+        self._settled_before = settled
         if not settled.strip() or any(echo.startswith(settled) for echo in self._echoes):
             return ""  # nothing yet, or possibly the start of a copy of the text before the cursor
         cleaned = clean_suggestion(settled, self._request).replace("\r\n", "\n")

@@ -23,7 +23,10 @@ from lsp_server.backends.local.completion_text import more_lines_seconds
 from lsp_server.backends.local.keystroke_cost import (
     LINE_TOKENS,
     MIN_READ_TOKENS,
+    PROMPT_TOKENS,
+    READ_BEFORE_TYPING_S,
     READ_TOKENS,
+    first_keystroke_after_reading_s,
     first_keystroke_s,
     warm_keystroke_s,
 )
@@ -71,6 +74,31 @@ def test_a_line_done_sooner_than_the_line_time_goes_on_until_then() -> None:
 def test_a_first_keystroke_reads_the_least_a_cut_prompt_reads_then_writes_its_line() -> None:
     assert first_keystroke_s(SLOW) == pytest.approx(
         MIN_READ_TOKENS / 25 + (READ_TOKENS + LINE_TOKENS) / 8
+    )
+
+
+def test_a_preset_that_reads_the_prompt_before_typing_begins_fits_as_a_warm_one() -> None:
+    """Reading fast and writing slowly: its cold first keystroke misses the margin, but the
+    document's prompt is read within `READ_BEFORE_TYPING_S`, so the first keystroke people
+    make is a warm one. With reading ahead off, the cold one decides."""
+    reads_fast = Speed(prompt_tps=200.0, generation_tps=10.5)
+    margin_s = 1.5 * auto_choice.MARGIN
+    assert PROMPT_TOKENS / reads_fast.prompt_tps <= READ_BEFORE_TYPING_S
+    assert warm_keystroke_s(reads_fast, 1500) <= margin_s < first_keystroke_s(reads_fast)
+    assert first_keystroke_after_reading_s(reads_fast, 1500, read_ahead=True) == (
+        warm_keystroke_s(reads_fast, 1500)
+    )
+    assert fits(reads_fast, 1500, read_ahead=True)
+    assert not fits(reads_fast, 1500, read_ahead=False)
+    found = everything_installed(FAST, reads_fast, None)
+    assert choose(found, 1500, read_ahead=True) == QWEN_CODER_0_5B
+    assert choose(found, 1500, read_ahead=False) == GEMMA_3_270M
+
+
+def test_a_preset_still_reading_when_typing_begins_fits_by_its_cut_first_keystroke() -> None:
+    assert PROMPT_TOKENS / LARGE_ON_ONE_CORE.prompt_tps > READ_BEFORE_TYPING_S
+    assert first_keystroke_after_reading_s(LARGE_ON_ONE_CORE, 1500, read_ahead=True) == (
+        first_keystroke_s(LARGE_ON_ONE_CORE)
     )
 
 

@@ -320,6 +320,22 @@ async def test_a_prefill_never_delays_a_request(local_backend: LocalBackend) -> 
 
 
 @pytest.mark.model
+async def test_with_read_ahead_off_the_model_reads_only_when_asked(
+    bundled_model_path: Path,
+) -> None:
+    config = LocalConfig(model_path=str(bundled_model_path), n_ctx=2048, n_threads=1)
+    backend = LocalBackend(replace(config, read_ahead=False))
+    await backend.ensure_loaded()
+    try:
+        request = CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=2)
+        assert backend.prefill(request) is False
+        assert not backend._prefills and backend.tokens_read_ahead == 0
+        assert await collect(backend, request) is not None  # asked, it answers
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.model
 async def test_a_read_ahead_stopped_by_a_request_keeps_what_it_read(
     local_backend: LocalBackend,
 ) -> None:

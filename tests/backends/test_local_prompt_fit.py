@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lsp_server.backends.local.keystroke_cost import MIN_READ_TOKENS
-from lsp_server.backends.local.pace import Pace
+from lsp_server.backends.local.keystroke_cost import LONG_LINE_TOKENS, MIN_READ_TOKENS
+from lsp_server.backends.local.pace import PLAN_SHARE, Pace
 from lsp_server.backends.local.prompt_fit import FimTokens, fit_prompt
 
 pytestmark = pytest.mark.unit
@@ -115,3 +115,13 @@ def test_the_pace_knows_no_limit_until_it_has_measured_a_read() -> None:
     for _ in range(20):
         pace.read(1, 1.0)  # the machine got busy
     assert pace.affordable_tokens(1500) == MIN_READ_TOKENS
+
+
+def test_a_keystroke_that_must_cut_its_prompt_leaves_time_for_a_long_line() -> None:
+    """Planned around the median line, a cut keystroke's longer lines ran past the deadline
+    and showed nothing."""
+    pace = Pace(prompt_tps=100.0, generation_tps=20.0)
+    affordable = pace.affordable_tokens(1500)
+    assert affordable is not None and affordable > MIN_READ_TOKENS
+    planned_s = affordable / 100.0 + LONG_LINE_TOKENS / 20.0
+    assert planned_s <= 1.5 * PLAN_SHARE

@@ -45,3 +45,16 @@ def test_doctor_measures_what_is_missing_or_with_recalibrate_everything_installe
     local_choice._calibrated(LocalConfig(), again)
 
     assert measured == expected
+
+
+def test_doctor_shows_the_first_keystroke_cold_and_after_reading() -> None:
+    reads_fast = Speed(prompt_tps=200.0, generation_tps=10.5)  # the prompt read in 2.7 s
+    candidate = Candidate(QWEN_CODER_0_5B, True, reads_fast)
+
+    *_, warm, cold, after_reading, read_s, fits = local_choice._row(candidate, LocalConfig())
+    assert (after_reading, read_s, fits) == (warm, 2.7, "yes")
+    assert isinstance(cold, int) and isinstance(warm, int) and cold > warm
+
+    off = LocalConfig(read_ahead=False)
+    *_, cold_off, after_reading_off, _, fits_off = local_choice._row(candidate, off)
+    assert (after_reading_off, fits_off) == (cold_off, "no")

@@ -2,7 +2,8 @@
 
 The presets are ranked by their `bench_quality` figure (`ModelPreset.exact_lines`). A preset
 fits when its keystrokes, predicted from its calibration (`keystroke_cost`), are within
-`MARGIN` of `local.deadline_ms`: a warm one, and a document's first one, which reads at least a
+`MARGIN` of `local.deadline_ms`: a warm one, and a document's first one after a few seconds of
+reading, which is warm where the prompt was read ahead by then and otherwise reads at least a
 few dozen new prompt tokens (where only the warm one fits, the first keystroke in each document
 shows a fragment or nothing). The best installed preset that fits is chosen; before any is
 calibrated, the bundled default (or the smallest installed preset). `Adapter` steps down when
@@ -17,7 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsp_server.backends.local.calibration import Speed
-from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
+from lsp_server.backends.local.keystroke_cost import (
+    first_keystroke_after_reading_s,
+    warm_keystroke_s,
+)
 from lsp_server.backends.model_presets import DEFAULT_PRESET, ModelPreset
 
 # A preset fits when its predicted keystrokes take at most this share of the deadline: the
@@ -33,8 +37,10 @@ ANSWERS_WITH_ROOM = 10
 ROOM = 0.4
 
 
-def fits(speed: Speed, deadline_ms: int) -> bool:
-    keystroke_s = max(warm_keystroke_s(speed, deadline_ms), first_keystroke_s(speed))
+def fits(speed: Speed, deadline_ms: int, *, read_ahead: bool = True) -> bool:
+    """`read_ahead`: `local.read_ahead`, whether a document's prompt is read before typing."""
+    first_s = first_keystroke_after_reading_s(speed, deadline_ms, read_ahead=read_ahead)
+    keystroke_s = max(warm_keystroke_s(speed, deadline_ms), first_s)
     return keystroke_s * 1000 <= deadline_ms * MARGIN
 
 
@@ -44,8 +50,12 @@ class Candidate:
     installed: bool
     speed: Speed | None  # None: not calibrated yet
 
-    def fits(self, deadline_ms: int) -> bool:
-        return self.installed and self.speed is not None and fits(self.speed, deadline_ms)
+    def fits(self, deadline_ms: int, *, read_ahead: bool = True) -> bool:
+        return (
+            self.installed
+            and self.speed is not None
+            and fits(self.speed, deadline_ms, read_ahead=read_ahead)
+        )
 
 
 def ranked(presets: Sequence[ModelPreset]) -> list[ModelPreset]:
@@ -54,12 +64,14 @@ def ranked(presets: Sequence[ModelPreset]) -> list[ModelPreset]:
     return sorted(measured, key=lambda p: p.exact_lines or 0.0, reverse=True)
 
 
-def choose(candidates: Sequence[Candidate], deadline_ms: int) -> ModelPreset | None:
+def choose(
+    candidates: Sequence[Candidate], deadline_ms: int, *, read_ahead: bool = True
+) -> ModelPreset | None:
     """The best installed preset that fits; else the bundled default or the smallest one
     installed; None when none is installed."""
     by_name = {c.preset.name: c for c in candidates}
     for preset in ranked([c.preset for c in candidates]):
-        if by_name[preset.name].fits(deadline_ms):
+        if by_name[preset.name].fits(deadline_ms, read_ahead=read_ahead):
             return preset
     installed = [c.preset for c in candidates if c.installed and c.preset.exact_lines is not None]
     installed = installed or [c.preset for c in candidates if c.installed]

@@ -32,7 +32,11 @@ from lsp_server.backends.local.auto_choice import (
 )
 from lsp_server.backends.local.calibration import Speed, measure
 from lsp_server.backends.local.calibration_drift import DriftWatch
-from lsp_server.backends.local.keystroke_cost import first_keystroke_s, warm_keystroke_s
+from lsp_server.backends.local.keystroke_cost import (
+    first_keystroke_after_reading_s,
+    first_keystroke_s,
+    warm_keystroke_s,
+)
 from lsp_server.backends.local.loading import open_model
 from lsp_server.backends.local.machine_fit import candidates, remember
 from lsp_server.backends.model_presets import ModelPreset
@@ -90,7 +94,7 @@ class AutoModel:
     def initial(self) -> ModelPreset | None:
         """The preset to load first, from the calibrations kept (no measuring here)."""
         self._candidates = candidates(self._config)
-        chosen = choose(self._candidates, self._config.deadline_ms)
+        chosen = self._choose()
         self.serving = chosen
         self.reason = self._why(chosen)
         self._drift.rebase(self.calibrated(chosen) if chosen else None)
@@ -155,7 +159,10 @@ class AutoModel:
                     "predicted_first_keystroke_ms": (
                         round(first_keystroke_s(c.speed) * 1000) if c.speed else None
                     ),
-                    "fits": c.fits(self._config.deadline_ms),
+                    "predicted_first_keystroke_after_reading_ms": (
+                        round(self._first_after_reading_s(c.speed) * 1000) if c.speed else None
+                    ),
+                    "fits": self._fits(c),
                 }
                 for c in self._candidates
             ],
@@ -166,7 +173,7 @@ class AutoModel:
     def _run(self) -> None:
         try:
             self._calibrate_missing()
-            best = choose(self._candidates, self._config.deadline_ms)
+            best = self._choose()
             if best is not None and best != self.serving:
                 self._switch(best, self._why(best))
             elif best is not None:
@@ -251,27 +258,26 @@ class AutoModel:
         serving = self.serving
         if serving is None:
             return
-        deadline_ms = self._config.deadline_ms
         if self._adapter.step_down:
             lower = step_below(serving.name, self._candidates)
             if lower is not None:
                 self._switch(lower, f"missed the deadline {MISSES_TO_STEP_DOWN} times in a row")
             self._adapter.reset()
         elif self._adapter.step_up:
-            best = choose(self._candidates, deadline_ms)
+            best = self._choose()
             # Room to step up that the kept figures deny: they may be a busier day's.
             denied = not self._ranks_above(best, serving)
             better = self._ranks_above(self._best_installed(), serving)
             if denied and better and self._drift.may_measure():
                 self._measure_again("room within the deadline, but no better preset fits")
-                best = choose(self._candidates, deadline_ms)
+                best = self._choose()
             if best is not None and self._ranks_above(best, serving):
                 self._switch(best, "room again within the deadline")
             self._adapter.reset()
         if self._measure_again_why:
             why = self._measure_again_why
             self._measure_again(why)
-            best = choose(self._candidates, deadline_ms)
+            best = self._choose()
             if best is not None and best != self.serving:
                 self._switch(best, f"measured again: {why}")
 
@@ -315,6 +321,19 @@ class AutoModel:
             return False
         return other.exact_lines is None or preset.exact_lines > other.exact_lines
 
+    def _choose(self) -> ModelPreset | None:
+        return choose(
+            self._candidates, self._config.deadline_ms, read_ahead=self._config.read_ahead
+        )
+
+    def _fits(self, candidate: Candidate) -> bool:
+        return candidate.fits(self._config.deadline_ms, read_ahead=self._config.read_ahead)
+
+    def _first_after_reading_s(self, speed: Speed) -> float:
+        return first_keystroke_after_reading_s(
+            speed, self._config.deadline_ms, read_ahead=self._config.read_ahead
+        )
+
     def _candidate(self, preset: ModelPreset) -> Candidate:
         return next(c for c in self._candidates if c.preset == preset)
 
@@ -322,6 +341,6 @@ class AutoModel:
         if chosen is None:
             return "no preset installed"
         match = next((c for c in self._candidates if c.preset == chosen), None)
-        if match is not None and match.fits(self._config.deadline_ms):
+        if match is not None and self._fits(match):
             return "the best installed preset that fits the deadline"
         return "no calibration fits yet: the bundled default or the smallest installed"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lsp_server.backends.local.calibration import Speed
-from lsp_server.backends.local.keystroke_cost import LINE_TOKENS, MIN_READ_TOKENS
+from lsp_server.backends.local.keystroke_cost import LONG_LINE_TOKENS, MIN_READ_TOKENS
 
 # The share of the deadline a keystroke plans to use: the rest absorbs noise and the request's
 # own way through the server.
@@ -47,12 +47,12 @@ class Pace:
         return Speed(self.prompt_tps, self.generation_tps)
 
     def affordable_tokens(self, deadline_ms: int) -> int | None:
-        """New prompt tokens a keystroke can read within `deadline_ms` and still write a line;
-        None while the reading speed is unknown (no limit is set)."""
+        """New prompt tokens a keystroke can read within `deadline_ms` and still write a long
+        line (`LONG_LINE_TOKENS`); None while the reading speed is unknown (no limit is set)."""
         if self.prompt_tps is None:
             return None
         deadline_s = deadline_ms / 1000
-        writing_s = LINE_TOKENS / self.generation_tps if self.generation_tps else 0.0
+        writing_s = LONG_LINE_TOKENS / self.generation_tps if self.generation_tps else 0.0
         reading_s = max(deadline_s * PLAN_SHARE - writing_s, deadline_s * MIN_READ_SHARE)
         return max(int(self.prompt_tps * reading_s), MIN_READ_TOKENS)
 

@@ -238,7 +238,10 @@ class ModelWorker(LocalModel):
 
     def _start_prefill(self, work: Callable[[Job], None], edit: EditCall | None = None) -> bool:
         """Run `work` on the model's thread as the one read-ahead, in place of any other (of
-        `edit`'s prompt, if given); False if the worker closed meanwhile."""
+        `edit`'s prompt, if given); False if the worker closed meanwhile or reading ahead is
+        off (`local.read_ahead`)."""
+        if not self._config.read_ahead:
+            return False
         self._stop_prefills()
         job = Job(asyncio.get_running_loop(), asyncio.Queue())
         self._prefills.add(job)
