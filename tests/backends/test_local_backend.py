@@ -325,12 +325,15 @@ async def test_with_read_ahead_off_the_model_reads_only_when_asked(
 ) -> None:
     config = LocalConfig(model_path=str(bundled_model_path), n_ctx=2048, n_threads=1)
     backend = LocalBackend(replace(config, read_ahead=False))
-    await backend.ensure_loaded()
+    request = CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=2)
     try:
-        request = CompletionRequest(prefix=DOCUMENT, suffix="\n", max_tokens=2)
+        backend.start_loading()
+        assert backend.prefill(request) is False  # nor promised for once it has loaded
+        await backend.ensure_loaded()
         assert backend.prefill(request) is False
         assert not backend._prefills and backend.tokens_read_ahead == 0
-        assert await collect(backend, request) is not None  # asked, it answers
+        await collect(backend, request)
+        assert backend.last_prompt_tokens > 40  # asked, it reads the prompt itself
     finally:
         await backend.aclose()
 

@@ -105,7 +105,7 @@ class CompletionRunner(ModelWorker):
         """Evaluate `request`'s prompt into the KV cache in the background if the model is
         idle; False if it was busy or not loaded. Whatever it evaluated before a request
         stopped it stays cached."""
-        if self._state == LocalState.LOADING and not self._closed:
+        if self._state == LocalState.LOADING and not self._closed and self._config.read_ahead:
             # Read once loaded: the last place asked for is where the first keystroke will be.
             self._after_load = (request, asyncio.get_running_loop())
             return True
