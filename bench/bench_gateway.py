@@ -14,10 +14,14 @@ under the two servers. `--stream-chat`: the request is a streamed chat completio
 answer of about 160 tokens, an event each, which the gateway relays); `--stream-completion`: a
 streamed completion, a keystroke's (an answer of two short lines, a token an event, as
 `bench_team`'s model streams them). Streamed, the floor's CPU per request is printed beside the
-gateway's.
+gateway's. `--team-floor`: the floor calls the endpoint with the upstream client gateway-ls
+makes (as `bench_team`'s floor does) instead of httpx's stock one, so that the two differ only
+in what gateway-ls does with a request. `--against DIR`: a second gateway, run from another
+checkout's code (`DIR`, say a worktree of main), takes the same requests interleaved with the
+rest, and its CPU per request is printed beside this one's.
 
 Run from the repository root: `python -m bench.bench_gateway [--requests 500] [--granian]
-[--stream-chat | --stream-completion]`.
+[--stream-chat | --stream-completion] [--team-floor] [--against DIR]`.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import psutil
 
 from bench.harness.endpoints import fake_endpoint, floor_proxy, granian_server, keep_alive_client
 from bench.harness.percentile import percentile
-from bench.harness.processes import free_port, process
+from bench.harness.processes import ROOT, free_port, process
 
 TARGET_ADDED_P50_MS = 1.0
 WARMUP_REQUESTS = 50
@@ -127,10 +131,14 @@ def gateway_config(workdir: Path, endpoint_url: str) -> Path:
     return config
 
 
-def gateway(config: Path, port: int) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+def gateway(
+    config: Path, port: int, checkout: Path | None = None
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """`gateway-ls gateway` on `port`, run from `checkout`'s code when given."""
     args = [sys.executable, "-m", "lsp_server", "gateway", "--config", str(config)]
     ready = f"http://127.0.0.1:{port}/healthz"
-    return process([*args, "--port", str(port)], ready, config.with_name("gateway.log"))
+    log = config.with_name("against.log" if checkout else "gateway.log")
+    return process([*args, "--port", str(port)], ready, log, cwd=checkout or ROOT)
 
 
 def litellm_command() -> str | None:
@@ -207,6 +215,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a streamed completion of a keystroke's size, not a whole one",
     )
+    parser.add_argument(
+        "--team-floor",
+        action="store_true",
+        help="the floor calls the endpoint with gateway-ls's upstream client, as bench_team's",
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="also run the gateway of the checkout in DIR, interleaved with the rest",
+    )
     args = parser.parse_args(argv)
     streamed = args.stream_chat or args.stream_completion
     route = "chat/completions" if args.stream_chat else "completions"
@@ -254,9 +273,19 @@ def main(argv: list[str] | None = None) -> int:
                 "floor proxy -> endpoint",
                 floor_port,
                 "fake-model",
-                floor_proxy(floor_port, endpoint_url, workdir / "floor.log"),
+                floor_proxy(floor_port, endpoint_url, workdir / "floor.log", team=args.team_floor),
             ),
         ]
+        if args.against is not None:
+            against_port = free_port()
+            targets.append(
+                served(
+                    "gateway of --against",
+                    against_port,
+                    "gateway-ls",
+                    gateway(config, against_port, args.against),
+                )
+            )
         if args.granian:
             granian_gateway_port, granian_floor_port = free_port(), free_port()
             targets += [
@@ -306,8 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\ngateway-ls adds {added:.2f} ms at p50 (target <= {TARGET_ADDED_P50_MS} ms: {verdict})"
     )
     floor_p50 = percentile(targets[2].samples_ms, 0.5)
+    floor_client = "gateway-ls's" if args.team_floor else "httpx's stock"
     print(
-        f"  the floor proxy (Starlette on uvicorn, httpx upstream) adds "
+        f"  the floor proxy (Starlette on uvicorn, {floor_client} upstream) adds "
         f"{floor_p50 - percentile(targets[0].samples_ms, 0.5):.2f} ms; gateway-ls over it "
         f"{percentile(targets[1].samples_ms, 0.5) - floor_p50:.2f} ms"
     )
@@ -327,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.granian:
         print_servers(targets[0], targets[1:5])
+    if args.against is not None:
+        against = targets[-1]
+        print(
+            f"  the --against gateway's CPU per request: {against.cpu_ms:.2f} ms; this one's "
+            f"over it: {targets[1].cpu_ms / against.cpu_ms:.3f}x"
+        )
     if command is None:
         print("LiteLLM: not installed")
     return 0

@@ -72,7 +72,7 @@ from lsp_server.gateway.plumbing import (
     read_body,
 )
 from lsp_server.gateway.responses import Responses
-from lsp_server.gateway.sse import SSE_DONE, LastEvents, event_stream, sse_event
+from lsp_server.gateway.sse import SSE_DONE, LastEvents, sse_event
 from lsp_server.nextedit.zeta2_format import is_zeta2_prompt
 from lsp_server.nextedit.zeta_format import is_zeta_prompt
 from lsp_server.suggest.service import Suggestion
@@ -231,7 +231,7 @@ class _Gateway:
                 for event in _completion_ending(answer, body.include_usage):
                     yield event
 
-            return event_stream(settled(), answer.headers)
+            return feed.response(settled(), answer.headers)
         ids = ResponseIds.new("cmpl")
         model = feed.serving
 

@@ -1,7 +1,9 @@
 """A routed call whose pieces stream to the client as they come, for every generation route.
 
 `EventFeed.start` returns once the first piece came or the call ended, so the HTTP status can
-still say how it went; `serving` is then the endpoint being listened to. The pieces are then
+still say how it went; `serving` is then the endpoint being listened to. Unless the call failed
+first, the watch of the client that guarded that wait goes on to guard the stream (`response`),
+also when the answer came whole: one task a request watches the client. The pieces are then
 read in batches, each written to the client at once. What was sent cannot be
 taken back, so a route that meets a failure after the first piece ends its stream with an error
 event instead of starting over elsewhere.
@@ -90,8 +92,8 @@ class EventFeed(Generic[E, T]):
             raise
         feed.first = queue.get_nowait()
         feed.serving = asked[0]
-        if feed.first is None:
-            watch.stop()  # no piece to stream: whatever answers says so in its own way
+        if feed.first is None and (work.cancelled() or work.exception() is not None):
+            watch.stop()  # failed before a piece: the error is answered, not streamed
         return feed
 
     @property

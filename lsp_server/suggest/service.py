@@ -220,7 +220,7 @@ class SuggestionService:
         raw = cut_at_stops(routed.text, request.stop)
         if routed.timed_out and cleaner is None:
             raw = complete_lines(raw)
-        text = clean_suggestion(raw, request)
+        text = cleaner.clean(raw) if cleaner is not None else clean_suggestion(raw, request)
         unavailable = None
         if routed.endpoint is None and not routed.timed_out:
             unavailable = self.router.answerers("inline", stay_local).unavailable("inline")
@@ -235,7 +235,7 @@ class SuggestionService:
             tokens=routed.tokens,
             cut_short=self._cut_short(routed, raw, text, request),
             unavailable=unavailable,
-            rest=cleaner.finish(routed.text) if cleaner is not None else "",
+            rest=cleaner.finish(text) if cleaner is not None else "",
         )
 
     def _cut_short(self, routed: Routed, raw: str, text: str, request: CompletionRequest) -> bool:

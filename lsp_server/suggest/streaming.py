@@ -33,6 +33,7 @@ class StreamingCleaner:
         self._raw = ""
         self._sent = ""
         self._settled_before = ""  # the settled text the last piece left, cleaned already
+        self._cleaned = ("", "")  # the last settled text cleaned, and what it cleaned to
         self._diverged = False
         self._echoes = _echo_candidates(request.prefix.replace("\r\n", "\n"))
         self._following = _following_lines(request.suffix.replace("\r\n", "\n"))
@@ -49,13 +50,19 @@ class StreamingCleaner:
         self._settled_before = settled
         if not settled.strip() or any(echo.startswith(settled) for echo in self._echoes):
             return ""  # nothing yet, or possibly the start of a copy of the text before the cursor
-        cleaned = clean_suggestion(settled, self._request).replace("\r\n", "\n")
+        self._cleaned = (settled, clean_suggestion(settled, self._request))
+        cleaned = self._cleaned[1].replace("\r\n", "\n")
         sendable = cleaned[: len(cleaned) - self._held_back(cleaned)]
         return self._send(sendable)
 
-    def finish(self, raw: str) -> str:
-        """What is left to send once the whole raw answer is `raw`."""
-        final = clean_suggestion(cut_at_stops(raw, self._request.stop), self._request)
+    def clean(self, raw: str) -> str:
+        """`clean_suggestion` of the whole answer, `raw` (cut at the stops): an answer that
+        ended its last line settled whole with its last piece, and was cleaned then."""
+        settled, cleaned = self._cleaned
+        return cleaned if raw and raw == settled else clean_suggestion(raw, self._request)
+
+    def finish(self, final: str) -> str:
+        """What is left to send once the whole answer cleans to `final` (`clean`)."""
         if final.startswith(self._sent):
             return final[len(self._sent) :]
         log.warning("a streamed suggestion diverged from its cleaned answer")

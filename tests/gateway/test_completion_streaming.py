@@ -34,10 +34,13 @@ LINES = "".join(f"total += {n}\n    " for n in range(1, 12)) + "total += 12\n"
 
 
 def _streamed(request: CompletionRequest, raw: str, size: int) -> tuple[list[str], str]:
-    """The chunks sent while `raw` arrives `size` characters at a time, and the final rest."""
+    """The chunks sent while `raw` arrives `size` characters at a time, and the final rest,
+    once the whole answer is cleaned as the suggestion service cleans it."""
     cleaner = StreamingCleaner(request)
     sent = [cleaner.feed(raw[i : i + size]) for i in range(0, len(raw), size)]
-    return [piece for piece in sent if piece], cleaner.finish(raw)
+    final = cleaner.clean(cut_at_stops(raw, request.stop))
+    assert final == clean_suggestion(cut_at_stops(raw, request.stop), request)
+    return [piece for piece in sent if piece], cleaner.finish(final)
 
 
 def _request(

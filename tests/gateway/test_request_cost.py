@@ -36,6 +36,14 @@ def upstream() -> Iterator[FakeLLMServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def lines_upstream() -> Iterator[FakeLLMServer]:
+    """A keystroke's answer of two lines, streamed a few characters an event."""
+    answer = Behaviour(text="total = a + b\n    return total\n", chunk_chars=4)
+    with FakeLLMServer(answer, name="up") as server:
+        yield server
+
+
 @contextlib.asynccontextmanager
 async def serving(upstream: FakeLLMServer) -> AsyncIterator[tuple[str, asyncio.Task[None]]]:
     config = parse_config_text(
@@ -160,4 +168,33 @@ async def test_a_streamed_responses_turn_makes_three_tasks_and_few_timers(
     # As a streamed chat: the Responses API bridged onto the chat path, its events rewritten.
     body = {"model": "up", "input": "Say hi.", "instructions": "Be brief.", "stream": True}
     tasks, timers = await per_request(upstream, body, "/responses")
+    assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+
+
+KEYSTROKE = {"model": "up", "prompt": "def add(a, b):\n    ", "suffix": "\n", "max_tokens": 16}
+
+
+async def test_a_completion_makes_two_tasks_and_few_timers(upstream: FakeLLMServer) -> None:
+    # The server's task and the watch of the client while the route runs in it.
+    tasks, timers = await per_request(upstream, KEYSTROKE, "/completions")
+    assert tasks == 2 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+
+
+async def test_a_streamed_completion_makes_three_tasks_and_few_timers(
+    lines_upstream: FakeLLMServer,
+) -> None:
+    # A keystroke streamed as its lines settle: the server's task, the routed call's, and one
+    # watch of the client from the wait for the first line to the stream's end.
+    body = {**KEYSTROKE, "stream": True}
+    tasks, timers = await per_request(lines_upstream, body, "/completions")
+    assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
+
+
+async def test_a_streamed_completion_settled_at_its_end_makes_three_tasks(
+    upstream: FakeLLMServer,
+) -> None:
+    # An answer of one line without its end settles only when it ends: the watch that guarded
+    # the wait guards its stream too, where the stream started a watch of its own before.
+    body = {**KEYSTROKE, "stream": True}
+    tasks, timers = await per_request(upstream, body, "/completions")
     assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
