@@ -180,21 +180,14 @@ async def test_a_completion_makes_two_tasks_and_few_timers(upstream: FakeLLMServ
     assert tasks == 2 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
 
 
+@pytest.mark.parametrize("answer", ["lines_upstream", "upstream"])
 async def test_a_streamed_completion_makes_three_tasks_and_few_timers(
-    lines_upstream: FakeLLMServer,
+    answer: str, request: pytest.FixtureRequest
 ) -> None:
-    # A keystroke streamed as its lines settle: the server's task, the routed call's, and one
-    # watch of the client from the wait for the first line to the stream's end.
+    # The server's task, the routed call's, and one watch of the client from the wait for the
+    # first piece to the stream's end: a keystroke streamed as its lines settle (two lines), or
+    # one settled only at its end (a line without its break), whose stream the watch that
+    # guarded the wait guards too, where the stream started a watch of its own before.
     body = {**KEYSTROKE, "stream": True}
-    tasks, timers = await per_request(lines_upstream, body, "/completions")
-    assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
-
-
-async def test_a_streamed_completion_settled_at_its_end_makes_three_tasks(
-    upstream: FakeLLMServer,
-) -> None:
-    # An answer of one line without its end settles only when it ends: the watch that guarded
-    # the wait guards its stream too, where the stream started a watch of its own before.
-    body = {**KEYSTROKE, "stream": True}
-    tasks, timers = await per_request(upstream, body, "/completions")
+    tasks, timers = await per_request(request.getfixturevalue(answer), body, "/completions")
     assert tasks == 3 and timers <= MAX_TIMERS, f"{tasks:.2f} tasks, {timers:.2f} timers a request"
