@@ -276,16 +276,6 @@ def main(argv: list[str] | None = None) -> int:
                 floor_proxy(floor_port, endpoint_url, workdir / "floor.log", team=args.team_floor),
             ),
         ]
-        if args.against is not None:
-            against_port = free_port()
-            targets.append(
-                served(
-                    "gateway of --against",
-                    against_port,
-                    "gateway-ls",
-                    gateway(config, against_port, args.against),
-                )
-            )
         if args.granian:
             granian_gateway_port, granian_floor_port = free_port(), free_port()
             targets += [
@@ -309,6 +299,16 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                 ),
             ]
+        against = None
+        if args.against is not None:
+            against_port = free_port()
+            against = served(
+                "gateway of --against",
+                against_port,
+                "gateway-ls",
+                gateway(config, against_port, args.against),
+            )
+            targets.append(against)
         if command is not None and not streamed:
             stack.enter_context(litellm_proxy(command, workdir, litellm_port, endpoint_url))
             targets.append(
@@ -357,8 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.granian:
         print_servers(targets[0], targets[1:5])
-    if args.against is not None:
-        against = targets[-1]
+    if against is not None:
         print(
             f"  the --against gateway's CPU per request: {against.cpu_ms:.2f} ms; this one's "
             f"over it: {targets[1].cpu_ms / against.cpu_ms:.3f}x"

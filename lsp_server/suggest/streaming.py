@@ -32,8 +32,8 @@ class StreamingCleaner:
         self._request = request
         self._raw = ""
         self._sent = ""
-        self._settled_before = ""  # the settled text the last piece left, cleaned already
-        self._cleaned = ("", "")  # the last settled text cleaned, and what it cleaned to
+        self._settled_before = ""  # the settled text the last piece left
+        self._settled_clean: str | None = None  # its cleaning; None: not cleaned (none sent)
         self._diverged = False
         self._echoes = _echo_candidates(request.prefix.replace("\r\n", "\n"))
         self._following = _following_lines(request.suffix.replace("\r\n", "\n"))
@@ -47,19 +47,20 @@ class StreamingCleaner:
         settled = self._settled(cut_at_stops(self._raw, self._request.stop))
         if settled == self._settled_before:
             return ""  # most pieces settle nothing: a line (a word) settles at its end
-        self._settled_before = settled
+        self._settled_before, self._settled_clean = settled, None
         if not settled.strip() or any(echo.startswith(settled) for echo in self._echoes):
             return ""  # nothing yet, or possibly the start of a copy of the text before the cursor
-        self._cleaned = (settled, clean_suggestion(settled, self._request))
-        cleaned = self._cleaned[1].replace("\r\n", "\n")
+        self._settled_clean = clean_suggestion(settled, self._request)
+        cleaned = self._settled_clean.replace("\r\n", "\n")
         sendable = cleaned[: len(cleaned) - self._held_back(cleaned)]
         return self._send(sendable)
 
     def clean(self, raw: str) -> str:
         """`clean_suggestion` of the whole answer, `raw` (cut at the stops): an answer that
         ended its last line settled whole with its last piece, and was cleaned then."""
-        settled, cleaned = self._cleaned
-        return cleaned if raw and raw == settled else clean_suggestion(raw, self._request)
+        if self._settled_clean is not None and raw == self._settled_before:
+            return self._settled_clean
+        return clean_suggestion(raw, self._request)
 
     def finish(self, final: str) -> str:
         """What is left to send once the whole answer cleans to `final` (`clean`)."""
